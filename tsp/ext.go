@@ -1,0 +1,94 @@
+package tsp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ExtKind identifies one of this project's extension messages. They travel
+// with VersionExt in the version byte, which every BSD receiver drops
+// (readmsg: vers > TSPVERSION), so mixed networks stay safe.
+type ExtKind uint8
+
+// Extension kinds. New kinds are appended; numbers are never reused.
+const (
+	ExtProbe      ExtKind = 1 // clock probe request (clocksync)
+	ExtProbeReply ExtKind = 2 // clock probe reply (clocksync)
+	ExtRing       ExtKind = 3 // ring-election message (election/ring)
+	ExtRingCtl    ExtKind = 4 // ring-election control: start, result (timedc ring)
+)
+
+var extNames = map[ExtKind]string{
+	ExtProbe: "PROBE", ExtProbeReply: "PROBEREPLY", ExtRing: "RING", ExtRingCtl: "RINGCTL",
+}
+
+func (k ExtKind) String() string {
+	if n, ok := extNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("EXT(%d)", uint8(k))
+}
+
+// ExtPacket is an extension message. Its layout keeps BSD's first four
+// bytes (kind where BSD has the type, version 2, big-endian seq) so that a
+// BSD receiver reads and drops it on the version byte:
+//
+//	0 kind | 1 version=2 | 2..3 seq BE | 4..5 payload length BE | 6 name length | 7 zero
+//	8.. name (no NUL) | payload
+type ExtPacket struct {
+	Kind    ExtKind
+	Seq     uint16
+	Name    string
+	Payload []byte
+}
+
+const extHeaderSize = 8
+
+// MaxExtPayload keeps every extension datagram well inside one Ethernet
+// frame's UDP payload (1472 bytes), so it is never fragmented.
+const MaxExtPayload = 1472 - extHeaderSize - MaxNameLen
+
+// ErrExtBadLength is returned when an extension datagram's length fields
+// do not match the bytes received.
+var ErrExtBadLength = errors.New("extension length mismatch")
+
+// IsExt reports whether a datagram uses the extension framing, judged on
+// the version byte alone, the way the receiver sorts datagrams.
+func IsExt(b []byte) bool { return len(b) >= 2 && b[1] == VersionExt }
+
+// Marshal encodes the extension packet.
+func (e *ExtPacket) Marshal() ([]byte, error) {
+	if len(e.Name) > MaxNameLen {
+		return nil, fmt.Errorf("encode %v: %w: %d bytes, at most %d", e.Kind, ErrNameTooLong, len(e.Name), MaxNameLen)
+	}
+	if len(e.Payload) > MaxExtPayload {
+		return nil, fmt.Errorf("encode %v: payload of %d bytes, at most %d", e.Kind, len(e.Payload), MaxExtPayload)
+	}
+	b := make([]byte, extHeaderSize, extHeaderSize+len(e.Name)+len(e.Payload))
+	b[0], b[1] = byte(e.Kind), VersionExt
+	binary.BigEndian.PutUint16(b[2:4], e.Seq)
+	binary.BigEndian.PutUint16(b[4:6], uint16(len(e.Payload)))
+	b[6] = byte(len(e.Name))
+	b = append(b, e.Name...)
+	return append(b, e.Payload...), nil
+}
+
+// UnmarshalExt decodes an extension datagram. The payload is copied, so
+// the caller may reuse b.
+func UnmarshalExt(b []byte) (ExtPacket, error) {
+	if len(b) < extHeaderSize {
+		return ExtPacket{}, &DecodeError{ErrShort, fmt.Sprintf("%d bytes, extension needs ≥ %d", len(b), extHeaderSize)}
+	}
+	if b[1] != VersionExt {
+		return ExtPacket{}, &DecodeError{ErrBadVersion, fmt.Sprintf("version %d, extension needs %d", b[1], VersionExt)}
+	}
+	plen, nlen := int(binary.BigEndian.Uint16(b[4:6])), int(b[6])
+	if want := extHeaderSize + nlen + plen; len(b) != want {
+		return ExtPacket{}, &DecodeError{ErrExtBadLength, fmt.Sprintf("%d bytes, header says %d", len(b), want)}
+	}
+	e := ExtPacket{Kind: ExtKind(b[0]), Seq: binary.BigEndian.Uint16(b[2:4])}
+	e.Name = string(b[extHeaderSize : extHeaderSize+nlen])
+	e.Payload = append([]byte(nil), b[extHeaderSize+nlen:]...)
+	return e, nil
+}
