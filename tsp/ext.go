@@ -34,7 +34,7 @@ func (k ExtKind) String() string {
 // bytes (kind where BSD has the type, version 2, big-endian seq) so that a
 // BSD receiver reads and drops it on the version byte:
 //
-//	0 kind | 1 version=2 | 2..3 seq BE | 4..5 payload length BE | 6 name length | 7 zero
+//	0 kind | 1 version=2 | 2..3 seq BE | 4..5 payload length BE | 6 name length | 7 reserved (sent as zero, ignored)
 //	8.. name (no NUL) | payload
 type ExtPacket struct {
 	Kind    ExtKind
@@ -84,6 +84,9 @@ func UnmarshalExt(b []byte) (ExtPacket, error) {
 		return ExtPacket{}, &DecodeError{ErrBadVersion, fmt.Sprintf("version %d, extension needs %d", b[1], VersionExt)}
 	}
 	plen, nlen := int(binary.BigEndian.Uint16(b[4:6])), int(b[6])
+	if plen > MaxExtPayload {
+		return ExtPacket{}, &DecodeError{ErrExtBadLength, fmt.Sprintf("payload of %d bytes, at most %d", plen, MaxExtPayload)}
+	}
 	if want := extHeaderSize + nlen + plen; len(b) != want {
 		return ExtPacket{}, &DecodeError{ErrExtBadLength, fmt.Sprintf("%d bytes, header says %d", len(b), want)}
 	}
