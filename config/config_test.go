@@ -1,0 +1,172 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// load parses args as the daemon would and loads with the given file
+// content (none if empty).
+func load(t *testing.T, file string, args ...string) (*Config, *pflag.FlagSet, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("timed", pflag.ContinueOnError)
+	AddFlags(fs)
+	path := filepath.Join(t.TempDir(), "timed.yaml")
+	if file != "" {
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A missing file at a path we did not ask for explicitly is fine.
+	if err := fs.Set("config", path); err != nil {
+		t.Fatal(err)
+	}
+	if file == "" {
+		fs.Lookup("config").Changed = false
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fs, err
+	}
+	c, err := Load(fs)
+	return c, fs, err
+}
+
+func TestDefaultsAreBSD(t *testing.T) {
+	c, _, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 525 || c.MayBeMaster || c.Clock != "system" || c.LogFormat != "text" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	want := Timers{240 * time.Second, 360 * time.Second, 900 * time.Second, 3 * time.Second,
+		30 * time.Second, 300 * time.Millisecond, 200 * time.Millisecond}
+	if c.Timers != want {
+		t.Fatalf("timers %+v, want BSD's %+v", c.Timers, want)
+	}
+	if c.Sync.StepThreshold != 20*time.Second || c.Sync.MaxStep != 1000*time.Second || !c.Sync.FrequencyDiscipline {
+		t.Fatalf("sync %+v", c.Sync)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	file := "sync-interval: 60s\nport: 1525\nlog-format: json\ncandidate-wait: 2s\n"
+	t.Setenv("TIMED_SYNC_INTERVAL", "90s")
+	t.Setenv("TIMED_PORT", "2525")
+	c, fs, err := load(t, file, "--port", "3525")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 3525 {
+		t.Errorf("port %d: flag must win over env and file", c.Port)
+	}
+	if c.Timers.SyncInterval != 90*time.Second {
+		t.Errorf("sync-interval %v: env must win over file", c.Timers.SyncInterval)
+	}
+	if c.LogFormat != "json" || c.Timers.CandidateWait != 2*time.Second {
+		t.Errorf("file values not used: %q %v", c.LogFormat, c.Timers.CandidateWait)
+	}
+	if c.Timers.AcceptWindow != 30*time.Second {
+		t.Errorf("accept-window %v: default must remain", c.Timers.AcceptWindow)
+	}
+	sources := map[string]string{}
+	for _, s := range Effective(fs, c) {
+		sources[s.Key] = s.Source + "=" + s.Value
+	}
+	for key, want := range map[string]string{"port": "flag=3525", "sync-interval": "env=1m30s",
+		"log-format": "file=json", "accept-window": "default=30s"} {
+		if sources[key] != want {
+			t.Errorf("Effective %s = %q, want %q", key, sources[key], want)
+		}
+	}
+}
+
+func TestBSDShortOptions(t *testing.T) {
+	c, _, err := load(t, "", "-F", "alpha,beta", "-n", "192.0.2.0/24", "-t", "-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.MayBeMaster {
+		t.Error("-F must imply -M")
+	}
+	if strings.Join(c.Trusted, " ") != "alpha beta" {
+		t.Errorf("trusted %v", c.Trusted)
+	}
+	if len(c.Networks) != 1 || c.Networks[0] != netip.MustParsePrefix("192.0.2.0/24") {
+		t.Errorf("networks %v", c.Networks)
+	}
+	if !c.Trace || !c.Debug || c.LogLevel.String() != "debug" {
+		t.Errorf("-t -d: trace=%v debug=%v level=%v", c.Trace, c.Debug, c.LogLevel)
+	}
+}
+
+func TestFastProfileOverridable(t *testing.T) {
+	c, _, err := load(t, "", "--profile", "fast", "--sync-interval", "2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timers.SyncInterval != 2*time.Second || c.Timers.ElectionTimeoutMin != profiles["fast"].ElectionTimeoutMin {
+		t.Fatalf("fast profile: %+v", c.Timers)
+	}
+}
+
+func TestBadValuesNameKeyValueAndRange(t *testing.T) {
+	cases := []struct {
+		args []string
+		file string
+		want string
+	}{
+		{[]string{"--port", "70000"}, "", `invalid port "70000": accepted: an integer from 1 to 65535`},
+		{[]string{"--sync-interval", "soon"}, "", `invalid sync-interval "soon": accepted: a Go duration from 100ms to 24h0m0s`},
+		{[]string{"--candidate-wait", "2h"}, "", `invalid candidate-wait "2h": accepted: a Go duration from 10ms to 1h0m0s`},
+		{[]string{"-n", "192.0.2.0/24", "-i", "198.51.100.0/24"}, "", "not both"},
+		{[]string{"-n", "2001:db8::/32"}, "", "TSP is IPv4 only"},
+		{[]string{"--log-level", "loud"}, "", `invalid log-level "loud"`},
+		{[]string{"--log-format", "xml"}, "", `invalid log-format "xml": accepted: text or json`},
+		{[]string{"--clock", "atomic"}, "", `invalid clock "atomic"`},
+		{[]string{"--peers", "127.0.0.1"}, "", `invalid peers "127.0.0.1"`},
+		{[]string{"--profile", "turbo"}, "", `invalid profile "turbo": accepted: bsd or fast`},
+		{[]string{"--election-timeout-min", "20m"}, "", "at most election-timeout-max"},
+		{[]string{"--election-timeout-min", "100s"}, "", "more than sync-interval"},
+		{nil, "port: many\n", `invalid port "many"`},
+		{nil, "frequency-discipline: maybe\n", `invalid frequency-discipline "maybe": accepted: true or false`},
+	}
+	for _, c := range cases {
+		_, _, err := load(t, c.file, c.args...)
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %q: err = %v, want a *config.Error containing %q", c.args, c.file, err, c.want)
+		}
+	}
+}
+
+func TestExplicitMissingFileIsAnError(t *testing.T) {
+	fs := pflag.NewFlagSet("timed", pflag.ContinueOnError)
+	AddFlags(fs)
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	if err := fs.Parse([]string{"--config", missing}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(fs); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("err = %v, want one naming %s", err, missing)
+	}
+}
+
+func TestEnvListsAndBools(t *testing.T) {
+	t.Setenv("TIMED_TRUSTED", "a b,c")
+	t.Setenv("TIMED_FREQUENCY_DISCIPLINE", "false")
+	c, _, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Trusted, "|") != "a|b|c" || c.Sync.FrequencyDiscipline || !c.MayBeMaster {
+		t.Fatalf("trusted %v discipline %v master %v", c.Trusted, c.Sync.FrequencyDiscipline, c.MayBeMaster)
+	}
+}
