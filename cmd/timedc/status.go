@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timed-project/timed/timed/control"
+)
+
+func statusCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "show the local daemon's state, master, slaves and counters (control socket)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.wait(5*time.Second))
+			defer cancel()
+			resp, err := control.Call(ctx, o.controlSocket, control.Request{Cmd: control.CmdStatus})
+			if err != nil {
+				return err
+			}
+			if resp.Status == nil {
+				return fmt.Errorf("timed at %s answered without a status", o.controlSocket)
+			}
+			if o.json {
+				return o.emit(resp.Status, "")
+			}
+			return printStatus(o, resp.Status)
+		},
+	}
+}
+
+func printStatus(o *options, s *control.Status) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is %s for %s", s.Hostname, s.State, secs(s.InStateSecs))
+	if s.Master != nil && s.State != "master" {
+		fmt.Fprintf(&b, "; master %s (%s)", s.Master.Name, s.Master.Address)
+	}
+	fmt.Fprintf(&b, "\nclock %s, frequency %+.3f ppm", s.Clock, s.FrequencyPPM)
+	if c := s.LastCorrection; c != nil {
+		fmt.Fprintf(&b, ", last correction %s %+.6f s at %s", c.Kind, c.Secs, c.At.Format(time.RFC3339))
+	}
+	fmt.Fprintf(&b, "\nelections seen %d", s.Elections)
+	if s.LastElection > 0 {
+		fmt.Fprintf(&b, ", last took %s", secs(s.LastElection))
+	}
+	for _, n := range s.Networks {
+		fmt.Fprintf(&b, "\nnetwork %s %s %s broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
+	}
+	b.WriteString("\n")
+	if _, err := fmt.Fprint(o.out, b.String()); err != nil {
+		return err
+	}
+	if len(s.Slaves) > 0 {
+		tw := tabwriter.NewWriter(o.out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nSLAVE\tADDRESS\tOFFSET\tERROR\tRTT\tLAST SEEN")
+		for _, sl := range s.Slaves {
+			fmt.Fprintf(tw, "%s\t%s\t%+.3f ms\t±%.3f ms\t%.3f ms\t%s\n", sl.Name, sl.Address,
+				sl.OffsetSecs*1e3, sl.ErrorBoundSecs*1e3, sl.RTTSecs*1e3, sl.LastSeen.Format(time.TimeOnly))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(o.out, "\npackets %s\ndrops %s\n", counters(s.Packets), drops(s.Drops))
+	return err
+}
+
+func secs(f float64) string {
+	return time.Duration(f * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+func counters(m map[string]control.Counter) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", k, m[k].Rx, m[k].Tx))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return "(rx/tx) " + strings.Join(parts, ", ")
+}
+
+func drops(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
