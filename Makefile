@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build test fmt-check vet staticcheck unit bench fuzz clean
+.PHONY: all build test tools fmt-check vet staticcheck unit bench fuzz install clean
 
 all: build
 
@@ -17,7 +17,14 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/...
 
 ## test: formatting, vet, staticcheck, and every test under the race detector
-test: fmt-check vet staticcheck unit
+test: tools fmt-check vet staticcheck unit
+
+## tools: what the tests need beyond Go, installed from Debian's packages
+## where missing (systemd-analyze verifies the unit file)
+tools:
+	@command -v systemd-analyze >/dev/null || { \
+		echo "installing systemd (for systemd-analyze)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null; }
 
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -39,6 +46,19 @@ bench:
 FUZZTIME ?= 3m
 fuzz:
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
+
+## install: binaries, unit, sysusers entry and an example config
+PREFIX  ?= /usr/local
+DESTDIR ?=
+UNITDIR ?= /lib/systemd/system
+install: build
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/etc/timed
+	install -m 0755 $(BIN)/timed $(DESTDIR)$(PREFIX)/sbin/timed
+	install -m 0755 $(BIN)/timedc $(DESTDIR)$(PREFIX)/bin/timedc
+	sed 's#/usr/local/sbin/timed#$(PREFIX)/sbin/timed#' systemd/timed.service > $(DESTDIR)$(UNITDIR)/timed.service
+	install -m 0644 systemd/timed.sysusers $(DESTDIR)/usr/lib/sysusers.d/timed.conf
+	test -e $(DESTDIR)/etc/timed/timed.yaml || install -m 0644 systemd/timed.yaml.example $(DESTDIR)/etc/timed/timed.yaml
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,48 @@
+package timed
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// NewLogger builds the daemon's logger: text by default, JSON on request,
+// and no timestamps when stderr is the systemd journal, which stamps every
+// line itself.
+func NewLogger(w io.Writer, level logrus.Level, format string) (*logrus.Logger, error) {
+	l := logrus.New()
+	l.SetOutput(w)
+	l.SetLevel(level)
+	journal := stderrIsJournal()
+	switch format {
+	case "json":
+		l.SetFormatter(&logrus.JSONFormatter{DisableTimestamp: journal})
+	case "text", "":
+		l.SetFormatter(&logrus.TextFormatter{DisableTimestamp: journal, FullTimestamp: true, DisableColors: journal})
+	default:
+		return nil, fmt.Errorf("log-format %q: accepted: text or json", format)
+	}
+	return l, nil
+}
+
+// stderrIsJournal follows systemd.exec(5): JOURNAL_STREAM holds the device
+// and inode of the journal stream, and it counts only if stderr is still
+// that file (a child whose stderr was redirected inherits the variable).
+func stderrIsJournal() bool {
+	v := os.Getenv("JOURNAL_STREAM")
+	if v == "" {
+		return false
+	}
+	var dev, ino uint64
+	if _, err := fmt.Sscanf(v, "%d:%d", &dev, &ino); err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(os.Stderr.Fd()), &st); err != nil {
+		return false
+	}
+	return uint64(st.Dev) == dev && st.Ino == ino
+}
