@@ -170,3 +170,17 @@ func TestEnvListsAndBools(t *testing.T) {
 		t.Fatalf("trusted %v discipline %v master %v", c.Trusted, c.Sync.FrequencyDiscipline, c.MayBeMaster)
 	}
 }
+
+func TestShippedExampleLoads(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "systemd", "timed.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := load(t, string(example))
+	if err != nil {
+		t.Fatalf("systemd/timed.yaml.example: %v", err)
+	}
+	if !c.MayBeMaster || c.Port != 525 || c.Clock != "system" {
+		t.Fatalf("example loaded as %+v", c)
+	}
+}
