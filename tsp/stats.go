@@ -1,0 +1,78 @@
+package tsp
+
+import "sync/atomic"
+
+// DropReason says why the receiver dropped a datagram. The first five are
+// BSD readmsg's checks, in its order.
+type DropReason uint8
+
+const (
+	DropShort          DropReason = iota // fewer than 44 bytes
+	DropBadVersion                       // version above 1 and not the extension framing
+	DropNoNUL                            // no NUL in the name bytes
+	DropUnknownNetwork                   // source on no served network (nor a peer)
+	DropOwnEcho                          // our own name: our broadcast came back
+	DropBadExt                           // extension framing that does not decode
+	DropQueueFull                        // the consumer of Packets() is behind
+	DropMalformed                        // any other decode error (none today)
+	numDropReasons
+)
+
+var dropNames = [numDropReasons]string{
+	"short", "bad version", "no NUL", "unknown network", "own echo", "bad extension", "queue full", "malformed",
+}
+
+func (r DropReason) String() string {
+	if r < numDropReasons {
+		return dropNames[r]
+	}
+	return "unknown"
+}
+
+// Stats is a snapshot of the transport's counters. Maps hold only non-zero
+// counts. Received counts datagrams delivered on Packets(); every other
+// datagram read is in Dropped.
+type Stats struct {
+	Received    map[Type]uint64
+	Sent        map[Type]uint64
+	ReceivedExt map[ExtKind]uint64
+	SentExt     map[ExtKind]uint64
+	Dropped     map[DropReason]uint64
+	ReadErrors  uint64
+	SendErrors  uint64
+}
+
+// counters are updated by the reader and by senders concurrently.
+type counters struct {
+	recv, sent, recvExt, sentExt [256]atomic.Uint64
+	dropped                      [numDropReasons]atomic.Uint64
+	readErrors, sendErrors       atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	s := Stats{
+		Received:    map[Type]uint64{},
+		Sent:        map[Type]uint64{},
+		ReceivedExt: map[ExtKind]uint64{},
+		SentExt:     map[ExtKind]uint64{},
+		Dropped:     map[DropReason]uint64{},
+		ReadErrors:  c.readErrors.Load(),
+		SendErrors:  c.sendErrors.Load(),
+	}
+	for i := range 256 {
+		put(s.Received, Type(i), c.recv[i].Load())
+		put(s.Sent, Type(i), c.sent[i].Load())
+		put(s.ReceivedExt, ExtKind(i), c.recvExt[i].Load())
+		put(s.SentExt, ExtKind(i), c.sentExt[i].Load())
+	}
+	for i := range numDropReasons {
+		put(s.Dropped, i, c.dropped[i].Load())
+	}
+	return s
+}
+
+func put[K comparable](m map[K]uint64, k K, v uint64) {
+	if v != 0 {
+		m[k] = v
+	}
+}

@@ -1,0 +1,594 @@
+package tsp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// DefaultPort is the timed/udp port of /etc/services.
+	DefaultPort = 525
+	// AnyPort in TransportConfig.Port lets the kernel choose a free port
+	// (tests, several daemons on one host); LocalAddr tells which.
+	AnyPort = -1
+	// DefaultQueueLen is the default capacity of Packets(). BSD queued at
+	// most NHOSTS×3 = 3039 messages; a few hundred is plenty for a reader
+	// that keeps up.
+	DefaultQueueLen = 1024
+
+	// readBufSize holds the largest extension datagram (1472 bytes) with
+	// room to spare; a longer datagram is cut, as BSD cut at 268 bytes.
+	readBufSize = 2048
+)
+
+// TransportConfig configures Listen. The zero value serves every broadcast
+// interface on port 525 under the system host name.
+type TransportConfig struct {
+	Port       int        // 0: DefaultPort; AnyPort: kernel's choice
+	ListenAddr netip.Addr // zero: 0.0.0.0, which broadcasts need
+	// Interfaces is a go-sockaddr template selecting the networks to
+	// serve (see Discover); empty means DefaultInterfaces.
+	Interfaces string
+	UseOnly    []netip.Prefix // BSD -n: serve only networks matching these
+	Ignore     []netip.Prefix // BSD -i: do not serve networks matching these
+	// Peers switches to peers mode: no interface discovery, one network
+	// (Network.Peers) whose "broadcast" is unicast to each of these, for
+	// links without broadcast and for several daemons on 127.0.0.1.
+	// Cannot be combined with Interfaces, UseOnly or Ignore.
+	Peers []netip.AddrPort
+	// Hostname is the name written in packets and used to recognise our
+	// own echoes; default os.Hostname(). Always cut by TruncateName.
+	// Daemons sharing a host (peers mode) need distinct names, or each
+	// drops the others' packets as its own echo, as BSD would.
+	Hostname string
+	Logger   logrus.FieldLogger // nil: discard
+	QueueLen int                // capacity of Packets(); 0: DefaultQueueLen
+
+	// onDatagram, for tests in this package, runs on the reader goroutine
+	// after each datagram has been delivered or counted as dropped, so a
+	// test can await "processed" instead of polling counters.
+	onDatagram func()
+}
+
+// Received is one datagram that passed the receiver's checks. Exactly one
+// of Packet and Ext is set. Unknown TSP types (≥ NumTypes) are delivered
+// too, as BSD's readmsg does: dropping them is the caller's job.
+type Received struct {
+	Packet *Packet    // a TSP packet (version 0 or 1)
+	Ext    *ExtPacket // an extension datagram (version byte VersionExt)
+	From   netip.AddrPort
+	// Network is the served network the source is on (the peers network
+	// for a peer or loopback source in peers mode), or nil when it is on
+	// none: only the types BSD accepts from anywhere (and ring control)
+	// arrive so. It points to the transport's own read-only copy; compare
+	// *Network with Networks() values.
+	Network *Network
+	Dst     netip.Addr // destination address: ours, or a broadcast address
+	IfIndex int        // interface the datagram came in on
+	// At is the kernel's receive timestamp (SO_TIMESTAMPNS), or the time
+	// of the read if the kernel gave none. A kernel timestamp carries no
+	// monotonic reading.
+	At time.Time
+}
+
+// Transport owns the TSP socket: it sends packets and delivers the
+// received ones on Packets(). All methods are safe for concurrent use.
+type Transport struct {
+	conn     *net.UDPConn
+	pc       *ipv4.PacketConn // the same socket, for per-interface sends
+	local    netip.AddrPort
+	hostname string
+	networks []Network // immutable after Listen
+	peers    []netip.AddrPort
+	log      logrus.FieldLogger
+
+	packets   chan Received
+	done      chan struct{} // closed when the reader has exited
+	closeOnce sync.Once
+	closeErr  error
+	stats     counters
+
+	onDatagram func()
+}
+
+// Listen opens the TSP socket, works out the networks to serve and starts
+// the reader goroutine. Close releases both.
+func Listen(cfg TransportConfig) (*Transport, error) {
+	log := cfg.Logger
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		l.SetLevel(logrus.PanicLevel)
+		log = l
+	}
+	hostname := cfg.Hostname
+	if hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("tsp: host name: %w", err)
+		}
+		hostname = h
+	}
+	if hostname = TruncateName(hostname); hostname == "" {
+		return nil, errors.New("tsp: empty host name")
+	}
+	port := cfg.Port
+	switch {
+	case port == 0:
+		port = DefaultPort
+	case port == AnyPort:
+		port = 0
+	case port < 0 || port > 65535:
+		return nil, fmt.Errorf("tsp: port %d out of range", cfg.Port)
+	}
+	laddr := cfg.ListenAddr.Unmap()
+	if !laddr.IsValid() {
+		laddr = netip.IPv4Unspecified()
+	}
+	if !laddr.Is4() {
+		return nil, fmt.Errorf("tsp: listen address %v is not IPv4", laddr)
+	}
+	qlen := cfg.QueueLen
+	if qlen <= 0 {
+		qlen = DefaultQueueLen
+	}
+	nets, peers, err := servedNetworks(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tsp: %w", err)
+	}
+
+	conn, err := listenUDP(netip.AddrPortFrom(laddr, uint16(port)))
+	if err != nil {
+		return nil, err
+	}
+	pc := ipv4.NewPacketConn(conn)
+	// IP_PKTINFO: the destination address and the arrival interface.
+	if err := pc.SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("tsp: enable IP_PKTINFO: %w", err)
+	}
+	if err := enableTimestamps(conn); err != nil {
+		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
+	}
+	t := &Transport{
+		conn:     conn,
+		pc:       pc,
+		local:    conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+		hostname: hostname,
+		networks: nets,
+		peers:    peers,
+		log:      log,
+		packets:  make(chan Received, qlen),
+		done:     make(chan struct{}),
+
+		onDatagram: cfg.onDatagram,
+	}
+	for _, n := range nets {
+		log.WithField("network", n.String()).Debug("tsp: serving network")
+	}
+	go t.readLoop()
+	return t, nil
+}
+
+// servedNetworks is the one peers network in peers mode, else the
+// discovered ones.
+func servedNetworks(cfg TransportConfig) ([]Network, []netip.AddrPort, error) {
+	if len(cfg.Peers) == 0 {
+		nets, err := Discover(cfg.Interfaces, cfg.UseOnly, cfg.Ignore)
+		return nets, nil, err
+	}
+	if cfg.Interfaces != "" || len(cfg.UseOnly) > 0 || len(cfg.Ignore) > 0 {
+		return nil, nil, errors.New("peers mode replaces interface discovery: do not combine peers with interfaces or -n/-i filters")
+	}
+	peers := make([]netip.AddrPort, 0, len(cfg.Peers))
+	for _, p := range cfg.Peers {
+		a := p.Addr().Unmap()
+		if !a.Is4() || p.Port() == 0 {
+			return nil, nil, fmt.Errorf("peer %v: need an IPv4 address and a port", p)
+		}
+		peers = append(peers, netip.AddrPortFrom(a, p.Port()))
+	}
+	return []Network{{Interface: "peers", Peers: true}}, peers, nil
+}
+
+// listenUDP binds the socket with SO_BROADCAST set, and turns the two
+// usual bind failures into advice.
+func listenUDP(addr netip.AddrPort) (*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	pc, err := lc.ListenPacket(context.Background(), "udp4", addr.String())
+	if err != nil {
+		return nil, bindError(addr, err)
+	}
+	return pc.(*net.UDPConn), nil
+}
+
+func bindError(addr netip.AddrPort, err error) error {
+	switch {
+	case errors.Is(err, unix.EACCES):
+		return fmt.Errorf("tsp: bind UDP %v: %w: ports below 1024 need root or CAP_NET_BIND_SERVICE (systemd: AmbientCapabilities=CAP_NET_BIND_SERVICE), or choose another port with --port", addr, err)
+	case errors.Is(err, unix.EADDRINUSE):
+		return fmt.Errorf("tsp: bind UDP %v: %w: another timed is probably running on this port", addr, err)
+	}
+	return fmt.Errorf("tsp: bind UDP %v: %w", addr, err)
+}
+
+// enableTimestamps asks for SCM_TIMESTAMPNS on every datagram: the arrival
+// time as close to the wire as the kernel offers, free of the reader
+// goroutine's scheduling delay.
+func enableTimestamps(conn *net.UDPConn) error {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// Packets delivers the received datagrams. It is closed by Close.
+func (t *Transport) Packets() <-chan Received { return t.packets }
+
+// Networks returns the networks served, in discovery order.
+func (t *Transport) Networks() []Network { return append([]Network(nil), t.networks...) }
+
+// Peers returns the configured peers (peers mode), or nil.
+func (t *Transport) Peers() []netip.AddrPort { return append([]netip.AddrPort(nil), t.peers...) }
+
+// Hostname is the name written in packets and compared for own echoes.
+func (t *Transport) Hostname() string { return t.hostname }
+
+// LocalAddr is the address and port the socket is bound to.
+func (t *Transport) LocalAddr() netip.AddrPort { return t.local }
+
+// Stats returns a snapshot of the counters.
+func (t *Transport) Stats() Stats { return t.stats.snapshot() }
+
+// Close closes the socket and returns once the reader goroutine has
+// exited and Packets() is closed. It may be called more than once.
+func (t *Transport) Close() error {
+	t.closeOnce.Do(func() { t.closeErr = t.conn.Close() })
+	<-t.done
+	return t.closeErr
+}
+
+// Send unicasts p. The caller sets Type, Seq, Time and HopCount; an empty
+// Name becomes our host name and Version 0 becomes Version (1), so the
+// zero values give what every BSD sender writes. p is not modified.
+func (t *Transport) Send(p *Packet, to netip.AddrPort) error {
+	b, err := t.encode(p)
+	if err != nil {
+		return err
+	}
+	return t.send(b, to, 0, &t.stats.sent[p.Type])
+}
+
+// Broadcast sends p to n's broadcast address on our port, out of n's
+// interface; on the peers network, to every peer.
+func (t *Transport) Broadcast(p *Packet, n Network) error {
+	b, err := t.encode(p)
+	if err != nil {
+		return err
+	}
+	return t.broadcast(b, n, &t.stats.sent[p.Type])
+}
+
+// BroadcastAll broadcasts p on every served network. It tries every
+// network and returns the errors joined.
+func (t *Transport) BroadcastAll(p *Packet) error {
+	b, err := t.encode(p)
+	if err != nil {
+		return err
+	}
+	return t.broadcastAll(b, &t.stats.sent[p.Type])
+}
+
+// SendExt unicasts an extension message; an empty Name becomes our host
+// name.
+func (t *Transport) SendExt(e *ExtPacket, to netip.AddrPort) error {
+	b, err := t.encodeExt(e)
+	if err != nil {
+		return err
+	}
+	return t.send(b, to, 0, &t.stats.sentExt[e.Kind])
+}
+
+// BroadcastExt broadcasts an extension message on n, like Broadcast.
+func (t *Transport) BroadcastExt(e *ExtPacket, n Network) error {
+	b, err := t.encodeExt(e)
+	if err != nil {
+		return err
+	}
+	return t.broadcast(b, n, &t.stats.sentExt[e.Kind])
+}
+
+// BroadcastAllExt broadcasts an extension message on every served network.
+func (t *Transport) BroadcastAllExt(e *ExtPacket) error {
+	b, err := t.encodeExt(e)
+	if err != nil {
+		return err
+	}
+	return t.broadcastAll(b, &t.stats.sentExt[e.Kind])
+}
+
+func (t *Transport) encode(p *Packet) ([]byte, error) {
+	q := *p
+	if q.Name == "" {
+		q.Name = t.hostname
+	}
+	if q.Version == 0 {
+		q.Version = Version
+	}
+	return q.Marshal()
+}
+
+func (t *Transport) encodeExt(e *ExtPacket) ([]byte, error) {
+	q := *e
+	if q.Name == "" {
+		q.Name = t.hostname
+	}
+	return q.Marshal()
+}
+
+func (t *Transport) broadcastAll(b []byte, sent *atomic.Uint64) error {
+	var errs []error
+	for _, n := range t.networks {
+		errs = append(errs, t.broadcast(b, n, sent))
+	}
+	return errors.Join(errs...)
+}
+
+func (t *Transport) broadcast(b []byte, n Network, sent *atomic.Uint64) error {
+	if n.Peers {
+		var errs []error
+		for _, p := range t.peers {
+			errs = append(errs, t.send(b, p, 0, sent))
+		}
+		return errors.Join(errs...)
+	}
+	if !n.Broadcast.IsValid() {
+		return fmt.Errorf("tsp: network %v has no broadcast address", n)
+	}
+	return t.send(b, netip.AddrPortFrom(n.Broadcast, t.local.Port()), n.Index, sent)
+}
+
+// send writes one datagram; a non-zero ifIndex picks the outgoing
+// interface through IP_PKTINFO, as a broadcast must leave by its network.
+func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.Uint64) error {
+	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+	var err error
+	if ifIndex == 0 {
+		_, err = t.conn.WriteToUDPAddrPort(b, to)
+	} else {
+		_, err = t.pc.WriteTo(b, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
+	}
+	if err != nil {
+		t.stats.sendErrors.Add(1)
+		return fmt.Errorf("tsp: send to %v: %w", to, err)
+	}
+	sent.Add(1)
+	return nil
+}
+
+func (t *Transport) readLoop() {
+	defer close(t.done)
+	defer close(t.packets)
+	buf := make([]byte, readBufSize)
+	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16))
+	var backoff time.Duration
+	for {
+		n, oobn, flags, from, err := t.conn.ReadMsgUDPAddrPort(buf, oob)
+		now := time.Now()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Transient (e.g. ENOMEM): a daemon must not stop receiving,
+			// but an error that repeats must not spin a core either.
+			t.stats.readErrors.Add(1)
+			t.log.WithError(err).Warn("tsp: read")
+			backoff = min(max(2*backoff, time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		t.receive(buf[:n], oob[:oobn], flags&unix.MSG_TRUNC != 0, from, now)
+		if t.onDatagram != nil {
+			t.onDatagram()
+		}
+	}
+}
+
+// receive checks one datagram and delivers it or counts its drop. It never
+// blocks on the consumer: a full queue drops the datagram.
+func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, now time.Time) {
+	r := Received{From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), At: now}
+	var cm ipv4.ControlMessage
+	if cm.Parse(oob) == nil {
+		r.IfIndex = cm.IfIndex
+		if a, ok := netip.AddrFromSlice(cm.Dst); ok {
+			r.Dst = a.Unmap()
+		}
+	}
+	if at, ok := kernelTime(oob); ok {
+		r.At = at
+	}
+	reason, err := t.classify(b, truncated, &r)
+	if err == nil {
+		c := t.counter(&r)
+		c.Add(1) // before the send, so a reader of the packet sees it counted
+		select {
+		case t.packets <- r:
+			return
+		default:
+			c.Add(^uint64(0))
+			reason, err = DropQueueFull, errQueueFull
+		}
+	}
+	t.stats.dropped[reason].Add(1)
+	e := t.log.WithFields(logrus.Fields{"from": r.From.String(), "reason": reason.String(), "bytes": len(b)})
+	if r.Packet != nil {
+		e = e.WithField("packet", r.Packet.String())
+	}
+	e.WithError(err).Debug("tsp: dropped datagram")
+}
+
+func (t *Transport) counter(r *Received) *atomic.Uint64 {
+	if r.Ext != nil {
+		return &t.stats.recvExt[r.Ext.Kind]
+	}
+	return &t.stats.recv[r.Packet.Type]
+}
+
+var (
+	errUnknownNetwork = errors.New("source is on no served network")
+	errOwnEcho        = errors.New("our own name")
+	errQueueFull      = errors.New("receive queue full")
+	errTruncated      = errors.New("extension datagram truncated")
+)
+
+// classify decodes b into r and applies BSD readmsg's checks in its order:
+// length, version, NUL in the name, known network, own echo. A non-nil
+// error means drop, for the reason returned. Extension datagrams are
+// recognised first, by their version byte, since they may be shorter than
+// 44 bytes; they face the same network and echo checks.
+func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason, error) {
+	if IsExt(b) {
+		if truncated {
+			return DropBadExt, errTruncated
+		}
+		e, err := UnmarshalExt(b)
+		if err != nil {
+			return DropBadExt, err
+		}
+		r.Ext = &e
+		r.Network = t.networkOf(r.From)
+		// ring control comes from timedc, like TRACEON: from anywhere.
+		if r.Network == nil && e.Kind != ExtRingCtl {
+			return DropUnknownNetwork, errUnknownNetwork
+		}
+		if e.Name == t.hostname {
+			return DropOwnEcho, errOwnEcho
+		}
+		return 0, nil
+	}
+	p, err := Unmarshal(b)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrShort):
+		return DropShort, err
+	case errors.Is(err, ErrBadVersion):
+		return DropBadVersion, err
+	case errors.Is(err, ErrNameNoNUL):
+		return DropNoNUL, err
+	default:
+		return DropMalformed, err
+	}
+	r.Packet = &p
+	r.Network = t.networkOf(r.From)
+	if r.Network == nil && !fromAnywhere(p.Type) {
+		return DropUnknownNetwork, errUnknownNetwork
+	}
+	if p.Name == t.hostname && !fromSelf(p.Type) {
+		return DropOwnEcho, errOwnEcho
+	}
+	return 0, nil
+}
+
+// fromAnywhere: the types readmsg accepts from a source on no known
+// network (timedc's and date's requests).
+func fromAnywhere(ty Type) bool {
+	switch ty {
+	case TraceOn, TraceOff, SetDate, MSite, Test:
+		return true
+	}
+	return false
+}
+
+// fromSelf: the types readmsg accepts under our own name; LOOP is how a
+// master finds its own packets coming round a loop of submasters.
+func fromSelf(ty Type) bool {
+	switch ty {
+	case SetDate, Test, MSite, TraceOn, TraceOff, Loop:
+		return true
+	}
+	return false
+}
+
+// networkOf is readmsg's fromnet: the first served network holding the
+// source. In peers mode every peer address, and loopback (local tools and
+// daemons), is on the peers network; peers match by address, since a
+// tool on a peer host sends from another port.
+func (t *Transport) networkOf(src netip.AddrPort) *Network {
+	a := src.Addr()
+	for i := range t.networks {
+		n := &t.networks[i]
+		if n.Peers {
+			if a.IsLoopback() || t.isPeer(a) {
+				return n
+			}
+			continue
+		}
+		if n.Prefix.Contains(a) {
+			return n
+		}
+	}
+	return nil
+}
+
+func (t *Transport) isPeer(a netip.Addr) bool {
+	for _, p := range t.peers {
+		if p.Addr() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// kernelTime returns the SCM_TIMESTAMPNS timestamp among the control
+// messages, if there is one. Its data is a struct timespec: two native
+// longs (two int32 on 32-bit platforms).
+func kernelTime(oob []byte) (time.Time, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_TIMESTAMPNS {
+			continue
+		}
+		d := m.Data
+		switch len(d) {
+		case 16:
+			return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), true
+		case 8:
+			return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), true
+		}
+	}
+	return time.Time{}, false
+}
