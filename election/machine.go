@@ -1,0 +1,951 @@
+package election
+
+import (
+	"cmp"
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// LoopHops is the hop count a master's LOOP starts with (MAX_HOPCNT).
+const LoopHops = 10
+
+// Machine is the election of one daemon on one network. It is a pure state
+// machine: Step takes the current time and one event and returns the
+// actions to carry out. It never reads a clock, sleeps, or starts a
+// goroutine, and all its randomness comes from the *rand.Rand given to
+// New, so a run replays exactly from a seed. It is not safe for concurrent
+// use.
+type Machine struct {
+	cfg     Config
+	trusted map[string]bool // lower-case names; nil trusts everyone
+	rng     *rand.Rand
+
+	running    bool
+	state      State
+	stateSince time.Time
+	now        time.Time
+	out        []Action
+	seq        uint16
+
+	timers   map[TimerID]time.Time // armed timers and their deadlines
+	sends    map[TimerID]*outgoing
+	bySeq    map[uint16]*outgoing
+	nextSend TimerID
+
+	// master followed by a slave (valid when haveMaster).
+	master     Peer
+	haveMaster bool
+	lastAdj    uint16 // seq of the last ADJTIME applied
+	lastSet    uint16 // seq of the last SETTIME applied
+	adjSeen    bool
+	setSeen    bool
+	backoff    int
+	seen       map[seenKey]seenSeq // last seq acted upon, per (type, sender)
+
+	// Start-up and Consistency.
+	probeSeq uint16
+	sawOther bool
+	first    Peer
+
+	// Accept.
+	candidate Peer
+
+	// Candidate and Master.
+	slaves     map[string]*slave
+	masterUpAt time.Time
+	round      uint64
+	roundDone  bool
+
+	// Conflict.
+	resolveRound int
+	resolveSeqs  map[uint16]bool
+	quitSent     map[string]bool
+}
+
+type seenKey struct {
+	t    tsp.Type
+	name string
+}
+
+type seenSeq struct {
+	seq uint16
+	at  time.Time
+}
+
+type slave struct {
+	Peer
+	noAnswer int
+	needSet  bool
+}
+
+// ErrNoRand is returned by New when no random source is given.
+var ErrNoRand = errors.New("election: nil random source")
+
+// New returns a stopped machine; Step it with Start. rng supplies every
+// random choice (the first sequence number, election timers, answer
+// delays): seed it to replay a run.
+func New(cfg Config, rng *rand.Rand) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if rng == nil {
+		return nil, ErrNoRand
+	}
+	cfg.Retransmit = slices.Clone(cfg.Retransmit)
+	m := &Machine{cfg: cfg, rng: rng}
+	m.SetTrusted(cfg.Trusted)
+	m.seq = uint16(rng.Uint32()) // BSD: sequence = random()
+	m.reset()
+	return m, nil
+}
+
+func (m *Machine) reset() {
+	m.timers = map[TimerID]time.Time{}
+	m.sends = map[TimerID]*outgoing{}
+	m.bySeq = map[uint16]*outgoing{}
+	m.seen = map[seenKey]seenSeq{}
+	m.slaves = map[string]*slave{}
+	m.haveMaster = false
+	m.adjSeen, m.setSeen = false, false
+	m.backoff = 1
+	m.sawOther = false
+	m.resolveSeqs = nil
+	m.quitSent = nil
+}
+
+// State is the current state.
+func (m *Machine) State() State { return m.state }
+
+// StateSince is when the machine entered its current state.
+func (m *Machine) StateSince() time.Time { return m.stateSince }
+
+// Running reports whether the machine has been started and not stopped.
+func (m *Machine) Running() bool { return m.running }
+
+// Master returns the master this daemon follows, if it knows one; a master
+// returns itself.
+func (m *Machine) Master() (Peer, bool) {
+	if m.state.IsMaster() {
+		return Peer{Name: m.cfg.Name}, true
+	}
+	return m.master, m.haveMaster
+}
+
+// Slaves returns the master's slave list, sorted by name.
+func (m *Machine) Slaves() []Peer {
+	out := make([]Peer, 0, len(m.slaves))
+	for _, s := range m.slaves {
+		out = append(out, s.Peer)
+	}
+	slices.SortFunc(out, func(a, b Peer) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// IsSlave reports whether the master lists name as a slave.
+func (m *Machine) IsSlave(name string) bool { return m.slaves[name] != nil }
+
+// Backoff is the current election backoff factor (1 = none).
+func (m *Machine) Backoff() int { return m.backoff }
+
+// Config returns the machine's configuration.
+func (m *Machine) Config() Config { return m.cfg }
+
+// Step feeds one event to the machine at time now and returns what to do.
+// now must not go backwards between calls.
+func (m *Machine) Step(now time.Time, ev Event) Ready {
+	m.now = now
+	switch e := ev.(type) {
+	case Start:
+		m.start()
+	case Stop:
+		m.stop()
+	case Recv:
+		if m.running {
+			m.recv(e.Packet, e.From)
+		}
+	case TimerFired:
+		if m.running {
+			m.timer(e.ID)
+		}
+	case ForceElection:
+		if m.running {
+			m.forceElection()
+		}
+	case SyncResult:
+		if m.running {
+			m.syncResult(e)
+		}
+	}
+	rd := Ready{Actions: m.out}
+	m.out = nil
+	return rd
+}
+
+func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
+
+func (m *Machine) nextSeq() uint16 {
+	m.seq++
+	return m.seq
+}
+
+func (m *Machine) packet(t tsp.Type, seq uint16) tsp.Packet {
+	return tsp.Packet{Type: t, Version: tsp.Version, Seq: seq, Name: m.cfg.Name}
+}
+
+func (m *Machine) setTimer(id TimerID, d time.Duration) {
+	m.timers[id] = m.now.Add(d)
+	m.emit(SetTimer{ID: id, After: d})
+}
+
+func (m *Machine) cancelTimer(id TimerID) {
+	if _, ok := m.timers[id]; ok {
+		delete(m.timers, id)
+		m.emit(CancelTimer{ID: id})
+	}
+}
+
+func (m *Machine) isTrusted(name string) bool {
+	return m.trusted == nil || m.trusted[strings.ToLower(name)]
+}
+
+// become moves to state s, cancelling the timers and sends that belong to
+// the state left.
+func (m *Machine) become(s State, reason string) {
+	old := m.state
+	if old == s {
+		return
+	}
+	m.state, m.stateSince = s, m.now
+	switch old {
+	case StartUp:
+		m.cancelSends(roleProbe)
+	case Candidate:
+		m.cancelTimer(TimerCandidate)
+	case Accept:
+		m.cancelTimer(TimerAccept)
+	case Consistency:
+		m.cancelTimer(TimerConsistency)
+	case NoMaster:
+		m.cancelTimer(TimerNoMaster)
+	}
+	if old.IsMaster() && !s.IsMaster() {
+		m.cancelTimer(TimerSync)
+		m.cancelSends(roleMaster)
+		if len(m.slaves) > 0 {
+			m.slaves = map[string]*slave{}
+			m.emit(SlaveList{})
+		}
+	}
+	if s == Candidate || s.IsMaster() || s == NoMaster {
+		m.cancelTimer(TimerElection)
+	}
+	if old == Candidate && !s.IsMaster() && len(m.slaves) > 0 {
+		m.slaves = map[string]*slave{}
+	}
+	m.emit(StateChange{From: old, To: s, Reason: reason})
+}
+
+// ---- start, stop, timers -------------------------------------------------
+
+func (m *Machine) start() {
+	if m.running {
+		m.stop()
+	}
+	m.running = true
+	m.state, m.stateSince = StartUp, m.now
+	m.emit(StateChange{From: StartUp, To: StartUp, Reason: "started"})
+	m.probe()
+}
+
+func (m *Machine) stop() {
+	if !m.running {
+		return
+	}
+	for _, id := range sortedTimers(m.timers) {
+		m.emit(CancelTimer{ID: id})
+	}
+	if len(m.slaves) > 0 && m.state.IsMaster() {
+		m.emit(SlaveList{})
+	}
+	m.emit(StateChange{From: m.state, To: StartUp, Reason: "stopped"})
+	m.state, m.stateSince = StartUp, m.now
+	m.running = false
+	m.reset()
+}
+
+func sortedTimers(t map[TimerID]time.Time) []TimerID {
+	ids := make([]TimerID, 0, len(t))
+	for id := range t {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// probe broadcasts MASTERREQ (reliable: waits for MASTERACK).
+func (m *Machine) probe() {
+	m.sawOther = false
+	m.probeSeq = m.nextSeq()
+	m.send(&outgoing{
+		pkt: m.packet(tsp.MasterReq, m.probeSeq), bcast: true,
+		want: tsp.MasterAck, role: roleProbe, onFail: m.probeFailed,
+	}, 0)
+}
+
+func (m *Machine) probeFailed() {
+	if m.state != StartUp {
+		return
+	}
+	switch {
+	case m.sawOther:
+		// FreeBSD: another daemon is probing or electing: stay a slave and
+		// let the election timers decide.
+		m.become(Slave, "no MASTERACK, other daemons seen")
+		m.armElection()
+	case m.cfg.MayBeMaster:
+		m.become(NoMaster, "no MASTERACK")
+		m.setTimer(TimerNoMaster, m.cfg.NoMasterWait)
+	default:
+		// Not allowed to be master: poll again later.
+		m.armElection()
+	}
+}
+
+func (m *Machine) timer(id TimerID) {
+	// The runtime's word is taken for the expiry, not now versus the
+	// deadline: now may be a host clock that the clock layer has just
+	// stepped, and a timer must not move with it.
+	if _, ok := m.timers[id]; !ok {
+		return // cancelled, or already fired
+	}
+	delete(m.timers, id)
+	if id >= firstSendTimer {
+		if o := m.sends[id]; o != nil {
+			if o.sent == 0 {
+				m.sendCopy(o) // the answer delay is over
+			} else {
+				m.sendTimer(o)
+			}
+		}
+		return
+	}
+	switch id {
+	case TimerElection:
+		m.electionTimeout()
+	case TimerCandidate:
+		if m.state == Candidate {
+			m.becomeMaster("election won")
+		}
+	case TimerAccept:
+		if m.state == Accept {
+			m.become(Slave, "accept window over")
+		}
+	case TimerConsistency:
+		if m.state == Consistency {
+			m.followMaster(m.first, "one master")
+		}
+	case TimerNoMaster:
+		if m.state == NoMaster {
+			m.becomeMaster("no master found")
+		}
+	case TimerSync:
+		if m.state.IsMaster() {
+			m.syncRound()
+		}
+	}
+}
+
+func (m *Machine) electionTimeout() {
+	switch m.state {
+	case Slave, Accept:
+		if m.cfg.MayBeMaster {
+			m.becomeCandidate("election timer expired")
+			return
+		}
+		m.haveMaster = false
+		m.become(StartUp, "no master, polling")
+		m.probe()
+	case StartUp:
+		m.probe() // a host that may not be master polls again
+	}
+}
+
+// armElection (re)starts the election timer with a fresh draw from
+// [ElectionMin, ElectionMin + (ElectionMax−ElectionMin)·backoff].
+func (m *Machine) armElection() {
+	width := (m.cfg.ElectionMax - m.cfg.ElectionMin) * time.Duration(m.backoff)
+	d := m.cfg.ElectionMin
+	if width > 0 {
+		d += time.Duration(m.rng.Int64N(int64(width) + 1))
+	}
+	m.setTimer(TimerElection, d)
+}
+
+func (m *Machine) answerDelay() time.Duration {
+	if m.cfg.AnswerDelay <= 0 {
+		return 0
+	}
+	return time.Duration(m.rng.Int64N(int64(m.cfg.AnswerDelay) + 1))
+}
+
+func (m *Machine) forceElection() {
+	switch m.state {
+	case Slave, Accept, StartUp:
+		if m.cfg.MayBeMaster && m.state != StartUp {
+			m.becomeCandidate("forced election")
+		}
+	case Master:
+		m.syncRound()
+	}
+}
+
+// ---- small senders -------------------------------------------------------
+
+// reply answers p with type t, echoing its seq (BSD's automatic ACKs).
+func (m *Machine) reply(t tsp.Type, p tsp.Packet, to netip.AddrPort) {
+	m.emit(Send{Packet: m.packet(t, p.Seq), To: to})
+}
+
+// sendReliable sends a new packet of type t to one peer and waits for ACK.
+func (m *Machine) sendReliable(t tsp.Type, to Peer, r role, delay time.Duration, onAck func(), onFail func()) {
+	o := &outgoing{pkt: m.packet(t, m.nextSeq()), to: to.Addr, want: tsp.Ack, role: r, peer: to.Name}
+	if onAck != nil {
+		o.onAck = func(netip.AddrPort, tsp.Packet) { onAck() }
+	}
+	o.onFail = onFail
+	m.send(o, delay)
+}
+
+// quit tells a peer to QUIT (reliable), unless a QUIT to it is pending.
+func (m *Machine) quit(to Peer, onAck func()) {
+	if m.pendingTo(tsp.Quit, to.Name) {
+		return
+	}
+	r := roleAny
+	if m.state.IsMaster() {
+		r = roleMaster
+	}
+	m.sendReliable(tsp.Quit, to, r, 0, onAck, nil)
+}
+
+// suppress is BSD's suppress(): an untrusted daemon acting as master or
+// candidate is told to QUIT.
+func (m *Machine) suppress(to Peer) { m.quit(to, nil) }
+
+func (m *Machine) slaveUp(to Peer) {
+	m.send(&outgoing{pkt: m.packet(tsp.SlaveUp, m.nextSeq()), to: to.Addr, peer: to.Name}, m.answerDelay())
+}
+
+// dup reports whether p repeats the last packet of its type acted upon from
+// its sender (same seq) within the duplicate window, and records it
+// otherwise. Copies of one packet (retransmissions, network duplicates)
+// arrive within one retransmit span; the window is twice that, so that a
+// BSD daemon, which leaves ELECTION's seq unset and may repeat the same
+// garbage value, is still heard at its next election.
+func (m *Machine) dup(p tsp.Packet) bool {
+	k := seenKey{p.Type, p.Name}
+	if s, ok := m.seen[k]; ok && s.seq == p.Seq && m.now.Sub(s.at) <= 2*m.cfg.RetransmitSpan() {
+		return true
+	}
+	m.seen[k] = seenSeq{seq: p.Seq, at: m.now}
+	return false
+}
+
+// ---- receive ---------------------------------------------------------------
+
+func (m *Machine) recv(p tsp.Packet, from netip.AddrPort) {
+	if p.Name == m.cfg.Name {
+		return // our own broadcast, looped back
+	}
+	if p.Type == tsp.Test {
+		m.forceElection()
+		return
+	}
+	m.matchAnswer(p, from)
+	peer := Peer{Name: p.Name, Addr: from}
+	switch m.state {
+	case StartUp:
+		m.recvStartUp(p, peer)
+	case Consistency:
+		m.recvConsistency(p, peer)
+	case NoMaster:
+		m.recvNoMaster(p, peer)
+	case Slave, Accept:
+		m.recvSlave(p, peer)
+	case Candidate:
+		m.recvCandidate(p, peer)
+	case Master, Conflict:
+		m.recvMaster(p, peer)
+	}
+}
+
+// ackSlaveSide sends the ACKs a non-master daemon owes (BSD slaveack and
+// ignoreack, plus CONFLICT, which BSD never acknowledged).
+func (m *Machine) ackSlaveSide(p tsp.Packet, from netip.AddrPort) {
+	switch p.Type {
+	case tsp.AdjTime, tsp.SetTime, tsp.Accept, tsp.Refuse, tsp.Quit, tsp.Conflict:
+		m.reply(tsp.Ack, p, from)
+	}
+}
+
+func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
+	m.ackSlaveSide(p, peer.Addr)
+	switch p.Type {
+	case tsp.MasterAck:
+		if p.Seq != m.probeSeq {
+			return
+		}
+		if !m.isTrusted(p.Name) {
+			m.suppress(peer)
+			return
+		}
+		m.first = peer
+		m.become(Consistency, "MASTERACK from "+p.Name)
+		m.setTimer(TimerConsistency, m.cfg.ConflictWindow)
+	case tsp.MasterUp:
+		if m.isTrusted(p.Name) {
+			m.followMaster(peer, "MASTERUP from "+p.Name)
+		} else {
+			m.suppress(peer)
+		}
+	case tsp.MasterReq, tsp.Election:
+		m.sawOther = true
+	case tsp.AdjTime, tsp.SetTime:
+		if m.isTrusted(p.Name) {
+			m.become(Slave, p.Type.String()+" from "+p.Name)
+			m.slaveClock(p, peer)
+		}
+	}
+}
+
+func (m *Machine) recvConsistency(p tsp.Packet, peer Peer) {
+	m.ackSlaveSide(p, peer.Addr)
+	if p.Type != tsp.MasterAck || p.Seq != m.probeSeq || p.Name == m.first.Name {
+		return
+	}
+	if !m.isTrusted(p.Name) {
+		m.suppress(peer)
+		return
+	}
+	// Two masters: tell the first one (paper §5.3), then follow it.
+	first := m.first
+	m.sendReliable(tsp.Conflict, first, roleAny, 0, nil, nil)
+	m.followMaster(first, "second MASTERACK from "+p.Name)
+}
+
+func (m *Machine) recvNoMaster(p tsp.Packet, peer Peer) {
+	m.ackSlaveSide(p, peer.Addr)
+	switch p.Type {
+	case tsp.MasterReq, tsp.Election:
+		m.become(Slave, p.Type.String()+" from "+p.Name)
+		m.armElection()
+		m.recvSlave(p, peer)
+	case tsp.MasterUp:
+		if m.isTrusted(p.Name) {
+			m.followMaster(peer, "MASTERUP from "+p.Name)
+		} else {
+			m.suppress(peer)
+		}
+	}
+}
+
+// followMaster makes the daemon a slave of peer and announces it with
+// SLAVEUP.
+func (m *Machine) followMaster(peer Peer, reason string) {
+	m.setMaster(peer)
+	m.backoff = 1
+	m.become(Slave, reason)
+	m.armElection()
+	m.slaveUp(peer)
+}
+
+func (m *Machine) setMaster(peer Peer) {
+	if !m.haveMaster || m.master != peer {
+		m.adjSeen, m.setSeen = false, false
+	}
+	m.master, m.haveMaster = peer, true
+}
+
+// slaveClock handles an ADJTIME or SETTIME from a trusted master.
+func (m *Machine) slaveClock(p tsp.Packet, peer Peer) {
+	m.setMaster(peer)
+	m.backoff = 1
+	switch p.Type {
+	case tsp.AdjTime:
+		if !m.adjSeen || m.lastAdj != p.Seq {
+			m.adjSeen, m.lastAdj = true, p.Seq
+			m.emit(AdjustClock{Delta: p.Time.Duration(), Master: p.Name})
+		}
+	case tsp.SetTime:
+		if !m.setSeen || m.lastSet != p.Seq {
+			m.setSeen, m.lastSet = true, p.Seq
+			m.emit(SetClock{Time: p.Time.Time(), Master: p.Name})
+		}
+	}
+	m.armElection()
+}
+
+func (m *Machine) recvSlave(p tsp.Packet, peer Peer) {
+	m.ackSlaveSide(p, peer.Addr)
+	trusted := m.isTrusted(p.Name)
+	switch p.Type {
+	case tsp.AdjTime, tsp.SetTime:
+		if !trusted {
+			m.suppress(peer)
+			return
+		}
+		m.slaveClock(p, peer)
+	case tsp.MasterUp:
+		if !trusted {
+			m.suppress(peer)
+			m.fastElection()
+			return
+		}
+		m.followMaster(peer, "MASTERUP from "+p.Name)
+	case tsp.Election:
+		if m.dup(p) {
+			return
+		}
+		if !trusted {
+			m.suppress(peer)
+			m.fastElection()
+			return
+		}
+		m.armElection()
+		if m.state == Accept {
+			if peer.Name != m.candidate.Name {
+				m.sendReliable(tsp.Refuse, peer, roleAny, 0, nil, nil)
+			}
+			return
+		}
+		m.candidate = peer
+		m.become(Accept, "ELECTION from "+p.Name)
+		m.setTimer(TimerAccept, m.cfg.AcceptWindow)
+		m.sendReliable(tsp.Accept, peer, roleAny, m.answerDelay(), nil, nil)
+	}
+}
+
+// fastElection pulls the election timer in after an untrusted daemon tried
+// to be master, so a trusted one takes over soon (BSD).
+func (m *Machine) fastElection() {
+	if !m.cfg.MayBeMaster {
+		return
+	}
+	if d, ok := m.timers[TimerElection]; ok && d.Sub(m.now) <= m.cfg.FastElection {
+		return
+	}
+	m.setTimer(TimerElection, m.cfg.FastElection)
+}
+
+// ---- candidate -------------------------------------------------------------
+
+func (m *Machine) becomeCandidate(reason string) {
+	m.slaves = map[string]*slave{}
+	m.become(Candidate, reason)
+	m.emit(Send{Packet: m.packet(tsp.Election, m.nextSeq()), Broadcast: true})
+	m.setTimer(TimerCandidate, m.cfg.CandidateWait)
+}
+
+// withdraw ends a candidacy that was refused: back to Slave with the
+// election range doubled (4.3BSD's backoff).
+func (m *Machine) withdraw(reason string) {
+	m.backoff = min(m.backoff*2, m.cfg.BackoffCap)
+	m.become(Slave, reason)
+	m.armElection()
+}
+
+func (m *Machine) recvCandidate(p tsp.Packet, peer Peer) {
+	m.ackSlaveSide(p, peer.Addr)
+	trusted := m.isTrusted(p.Name)
+	switch p.Type {
+	case tsp.Accept, tsp.SlaveUp:
+		if m.slaves[p.Name] == nil {
+			m.slaves[p.Name] = &slave{Peer: peer, needSet: true}
+			if p.Type == tsp.Accept {
+				m.setTimer(TimerCandidate, m.cfg.CandidateWait)
+			}
+		}
+	case tsp.Refuse:
+		if !m.dup(p) {
+			m.withdraw("REFUSE from " + p.Name)
+		}
+	case tsp.Quit:
+		// BSD's candidate obeys any QUIT: that is how slaves suppress an
+		// untrusted candidate. Only a trusted sender becomes its master.
+		if m.dup(p) {
+			return
+		}
+		if trusted {
+			m.setMaster(peer)
+		}
+		m.withdraw("QUIT from " + p.Name)
+	case tsp.Election:
+		if m.dup(p) {
+			return
+		}
+		if !trusted {
+			m.suppress(peer)
+			return
+		}
+		m.sendReliable(tsp.Refuse, peer, roleAny, 0, nil, nil)
+	case tsp.MasterUp:
+		if !trusted {
+			m.suppress(peer)
+			return
+		}
+		m.followMaster(peer, "MASTERUP from "+p.Name)
+	case tsp.MasterReq:
+		if !trusted {
+			m.suppress(peer)
+			return
+		}
+		m.become(Slave, "MASTERREQ from "+p.Name)
+		m.armElection()
+	case tsp.AdjTime, tsp.SetTime:
+		if !trusted {
+			m.suppress(peer)
+			return
+		}
+		m.become(Slave, p.Type.String()+" from "+p.Name)
+		m.slaveClock(p, peer)
+	}
+}
+
+// ---- master ----------------------------------------------------------------
+
+func (m *Machine) becomeMaster(reason string) {
+	from := m.state
+	m.become(Master, reason)
+	m.haveMaster = false
+	m.masterUp()
+	if from != Conflict {
+		m.round = 0
+		m.setTimer(TimerSync, m.cfg.FirstSync)
+		m.emitSlaves()
+	}
+}
+
+func (m *Machine) masterUp() {
+	m.masterUpAt = m.now
+	m.emit(Send{Packet: m.packet(tsp.MasterUp, m.nextSeq()), Broadcast: true})
+}
+
+func (m *Machine) emitSlaves() { m.emit(SlaveList{Slaves: m.Slaves()}) }
+
+func (m *Machine) addSlave(peer Peer) *slave {
+	s := m.slaves[peer.Name]
+	if s == nil {
+		s = &slave{Peer: peer, needSet: true}
+		m.slaves[peer.Name] = s
+		m.emitSlaves()
+	} else if s.Addr != peer.Addr {
+		s.Addr = peer.Addr
+		m.emitSlaves()
+	}
+	return s
+}
+
+func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
+	trusted := m.isTrusted(p.Name)
+	switch p.Type {
+	case tsp.MasterReq, tsp.Resolve:
+		m.reply(tsp.MasterAck, p, peer.Addr)
+	case tsp.SlaveUp:
+		s := m.addSlave(peer)
+		s.needSet = true // a (re)started slave is set before it is adjusted
+		if m.now.Sub(m.masterUpAt) >= m.cfg.SetTimeGuard {
+			m.setTime(s, 0)
+		}
+	case tsp.Accept:
+		// A late ACCEPT (its ACK was lost): answer it, list the sender.
+		m.reply(tsp.Ack, p, peer.Addr)
+		m.addSlave(peer)
+	case tsp.Refuse:
+		m.reply(tsp.Ack, p, peer.Addr)
+	case tsp.Election:
+		if m.dup(p) {
+			return
+		}
+		// A slave we overlooked (paper §5.3): cut its candidacy short and
+		// take it on.
+		m.quit(peer, nil)
+		if trusted {
+			m.addSlave(peer)
+		}
+	case tsp.Conflict:
+		m.reply(tsp.Ack, p, peer.Addr)
+		if m.dup(p) || m.state != Master {
+			return
+		}
+		m.become(Conflict, "CONFLICT from "+p.Name)
+		m.resolveRound = 0
+		m.resolveSeqs = map[uint16]bool{}
+		m.quitSent = map[string]bool{}
+		m.resolve()
+	case tsp.MasterAck:
+		if m.state == Conflict && m.resolveSeqs[p.Seq] && !m.quitSent[p.Name] {
+			m.quitSent[p.Name] = true
+			m.quit(peer, nil)
+		}
+	case tsp.Quit:
+		m.reply(tsp.Ack, p, peer.Addr)
+		if m.dup(p) {
+			return
+		}
+		if !trusted {
+			m.suppress(peer)
+			return
+		}
+		if m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
+			return // both told each other to quit: the lower name stays
+		}
+		m.followMaster(peer, "QUIT from "+p.Name)
+	case tsp.Loop, tsp.MasterUp, tsp.AdjTime, tsp.SetTime:
+		m.foreignMaster(p, peer)
+	}
+}
+
+// foreignMaster handles evidence of another master on the network (its
+// LOOP, MASTERUP, ADJTIME or SETTIME). An untrusted one is suppressed. Of
+// two trusted masters the one with the lower name QUITs the other; the
+// higher-named one answers with its own LOOP so the lower one learns of it
+// at once. BSD has every master QUIT the sender of a foreign LOOP, so two
+// masters whose LOOPs cross QUIT each other and leave none.
+func (m *Machine) foreignMaster(p tsp.Packet, peer Peer) {
+	if !m.isTrusted(p.Name) {
+		m.suppress(peer)
+		return
+	}
+	if m.cfg.Name < p.Name {
+		m.quit(peer, func() {
+			// It quit: collect its slaves (as after a CONFLICT).
+			if m.state == Master {
+				m.masterUp()
+			}
+		})
+		return
+	}
+	if p.Type == tsp.Loop || p.Type == tsp.MasterUp {
+		lp := m.packet(tsp.Loop, m.nextSeq())
+		lp.HopCount = LoopHops
+		m.emit(Send{Packet: lp, To: peer.Addr})
+	}
+}
+
+// resolve runs one RESOLVE round of the Conflict state: every master that
+// answers is told to QUIT; the round ends at the first answer (and the
+// next starts) or when nobody answers, which ends the conflict.
+func (m *Machine) resolve() {
+	m.resolveRound++
+	seq := m.nextSeq()
+	m.resolveSeqs[seq] = true
+	m.send(&outgoing{
+		pkt: m.packet(tsp.Resolve, seq), bcast: true, want: tsp.MasterAck, role: roleMaster,
+		onAck: func(from netip.AddrPort, p tsp.Packet) {
+			if m.state != Conflict {
+				return
+			}
+			if !m.quitSent[p.Name] {
+				m.quitSent[p.Name] = true
+				m.quit(Peer{Name: p.Name, Addr: from}, nil)
+			}
+			if m.resolveRound < m.cfg.ResolveRounds {
+				m.resolve()
+			} else {
+				m.becomeMaster("conflict resolved")
+			}
+		},
+		onFail: func() {
+			if m.state == Conflict {
+				m.becomeMaster("conflict resolved")
+			}
+		},
+	}, 0)
+}
+
+func (m *Machine) syncRound() {
+	m.round++
+	m.roundDone = false
+	if len(m.slaves) > 0 {
+		m.emit(SyncRound{Round: m.round, Slaves: m.Slaves()})
+	}
+	lp := m.packet(tsp.Loop, m.nextSeq())
+	lp.HopCount = LoopHops
+	m.emit(Send{Packet: lp, Broadcast: true})
+	m.setTimer(TimerSync, m.cfg.SyncInterval)
+}
+
+func (m *Machine) syncResult(r SyncResult) {
+	if !m.state.IsMaster() || r.Round != m.round || m.roundDone {
+		return
+	}
+	m.roundDone = true
+	got := make(map[string]time.Duration, len(r.Corrections))
+	for _, c := range r.Corrections {
+		got[c.Name] = c.Delta
+	}
+	for _, s := range m.Slaves() {
+		sl := m.slaves[s.Name]
+		d, ok := got[s.Name]
+		if !ok {
+			m.slaveFailed(s.Name)
+			continue
+		}
+		if sl.needSet {
+			m.setTime(sl, r.Own)
+			continue
+		}
+		tv, err := tsp.DurationTimeval(d)
+		if err != nil {
+			m.setTime(sl, r.Own)
+			continue
+		}
+		o := &outgoing{pkt: m.packet(tsp.AdjTime, m.nextSeq()), to: sl.Addr, want: tsp.Ack, role: roleMaster, peer: sl.Name}
+		o.pkt.Time = tv
+		name := sl.Name
+		o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, false) }
+		o.onFail = func() { m.slaveFailed(name) }
+		m.send(o, 0)
+	}
+}
+
+// setTime sends SETTIME (the network time: now + own) to a slave.
+func (m *Machine) setTime(s *slave, own time.Duration) {
+	tv, err := tsp.TimeTimeval(m.now.Add(own))
+	if err != nil {
+		return
+	}
+	o := &outgoing{pkt: m.packet(tsp.SetTime, m.nextSeq()), to: s.Addr, want: tsp.Ack, role: roleMaster, peer: s.Name}
+	o.pkt.Time = tv
+	name := s.Name
+	o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, true) }
+	o.onFail = func() { m.slaveFailed(name) }
+	m.send(o, 0)
+}
+
+func (m *Machine) slaveAnswered(name string, set bool) {
+	if s := m.slaves[name]; s != nil {
+		s.noAnswer = 0
+		if set {
+			s.needSet = false
+		}
+	}
+}
+
+func (m *Machine) slaveFailed(name string) {
+	s := m.slaves[name]
+	if s == nil {
+		return
+	}
+	s.noAnswer++
+	if s.noAnswer >= m.cfg.LostHost {
+		delete(m.slaves, name)
+		m.emitSlaves()
+	}
+}

@@ -1,0 +1,140 @@
+package election
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// role says which state a pending send belongs to; leaving that role
+// cancels it (a master that steps down stops retransmitting its ADJTIMEs).
+type role uint8
+
+const (
+	roleAny    role = iota // kept across state changes (ACK-style answers)
+	roleProbe              // MASTERREQ of Start-up
+	roleMaster             // ADJTIME, SETTIME, QUIT, RESOLVE of a master
+)
+
+// outgoing is one packet the machine still has to send or is waiting an
+// answer for. Its timer (id) first delays the send (AnswerDelay), then
+// runs the retransmission schedule.
+type outgoing struct {
+	id    TimerID
+	pkt   tsp.Packet
+	to    netip.AddrPort
+	bcast bool
+	want  tsp.Type // Ack or MasterAck; Any for a delayed unreliable send
+	sent  int      // copies sent so far
+	role  role
+	peer  string // addressee's name, when known ("" for broadcasts)
+
+	onAck  func(from netip.AddrPort, p tsp.Packet)
+	onFail func()
+}
+
+// send queues pkt (seq already set) to be sent after delay; if want is not
+// Any, it is retransmitted on the Retransmit schedule until an answer of
+// type want with the same seq arrives from the addressee (from anyone for a
+// broadcast). onFail runs when the schedule is exhausted.
+func (m *Machine) send(o *outgoing, delay time.Duration) {
+	m.nextSend++
+	o.id = firstSendTimer + m.nextSend
+	if o.want == tsp.Any && delay == 0 {
+		m.transmit(o)
+		return
+	}
+	m.sends[o.id] = o
+	if o.want != tsp.Any {
+		m.bySeq[o.pkt.Seq] = o
+	}
+	if delay > 0 {
+		m.setTimer(o.id, delay)
+		return
+	}
+	m.sendCopy(o)
+}
+
+func (m *Machine) transmit(o *outgoing) {
+	m.emit(Send{Packet: o.pkt, To: o.to, Broadcast: o.bcast, Reliable: o.want != tsp.Any})
+}
+
+// sendCopy sends the next copy and arms the wait for its answer.
+func (m *Machine) sendCopy(o *outgoing) {
+	m.transmit(o)
+	o.sent++
+	if o.want == tsp.Any {
+		m.dropSend(o)
+		return
+	}
+	m.setTimer(o.id, m.cfg.Retransmit[o.sent-1])
+}
+
+// sendTimer handles the timer of a pending send.
+func (m *Machine) sendTimer(o *outgoing) {
+	if o.want == tsp.Any || o.sent < len(m.cfg.Retransmit) {
+		m.sendCopy(o)
+		return
+	}
+	m.dropSend(o)
+	if o.onFail != nil {
+		o.onFail()
+	}
+}
+
+func (m *Machine) dropSend(o *outgoing) {
+	delete(m.sends, o.id)
+	if m.bySeq[o.pkt.Seq] == o {
+		delete(m.bySeq, o.pkt.Seq)
+	}
+	delete(m.timers, o.id)
+}
+
+// matchAnswer completes the pending send that p answers, if any.
+func (m *Machine) matchAnswer(p tsp.Packet, from netip.AddrPort) {
+	if p.Type != tsp.Ack && p.Type != tsp.MasterAck {
+		return
+	}
+	o := m.bySeq[p.Seq]
+	if o == nil || o.want != p.Type || o.sent == 0 || (!o.bcast && o.to != from) {
+		return
+	}
+	m.dropSend(o)
+	m.emit(CancelTimer{ID: o.id})
+	if o.onAck != nil {
+		o.onAck(from, p)
+	}
+}
+
+// cancelSends drops the pending sends of a role, without their onFail.
+func (m *Machine) cancelSends(r role) {
+	for _, o := range sortedSends(m.sends) {
+		if o.role == r {
+			m.dropSend(o)
+			m.emit(CancelTimer{ID: o.id})
+		}
+	}
+}
+
+// pendingTo reports whether a send of type t to the named peer is pending.
+func (m *Machine) pendingTo(t tsp.Type, name string) bool {
+	for _, o := range m.sends {
+		if o.pkt.Type == t && o.peer == name {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedSends(s map[TimerID]*outgoing) []*outgoing {
+	out := make([]*outgoing, 0, len(s))
+	for _, o := range s {
+		out = append(out, o)
+	}
+	// Deterministic order: by id, that is in the order they were queued.
+	slices.SortFunc(out, func(a, b *outgoing) int { return cmp.Compare(a.id, b.id) })
+	return out
+}

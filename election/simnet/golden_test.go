@@ -1,0 +1,255 @@
+package simnet
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/tsp"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.txt with the output of this run")
+
+// TestGolden runs the interaction scripts of testdata/*.txt, in the style
+// of etcd-io/raft's: each block is a command, a "----" line, and the
+// output the command must print (every packet sent, every state change,
+// with the virtual time), then a blank line. Lines starting with '#' are
+// comments. go test -run TestGolden -update rewrites the expected output.
+//
+// Commands:
+//
+//	nodes N [noneligible=n3,n4] [trusted=n1,n2]  N nodes n1…nN (fast timers, answer delay 0, 1 ms links)
+//	start n1 n2 … | start all                    boot nodes now
+//	run 2s                                        advance virtual time
+//	elect n2 n3                                   ForceElection (timedc election / TEST), all at the same instant
+//	crash n1 / restart n1
+//	partition n1 n2 | n3 n4                       (unnamed nodes form a further group)
+//	heal
+//	status                                        state, master or slave list of every node
+//	stats                                         datagrams sent by type since the last stats
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in testdata: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
+	}
+}
+
+type block struct {
+	pre  []string // comment lines before the command
+	cmd  string
+	want []string
+}
+
+func parseScript(t *testing.T, path string) []block {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []block
+	var cur block
+	inOut := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case inOut && line == "":
+			out = append(out, cur)
+			cur, inOut = block{}, false
+		case inOut:
+			cur.want = append(cur.want, line)
+		case line == "----":
+			if cur.cmd == "" {
+				t.Fatalf("%s: ---- without a command", path)
+			}
+			inOut = true
+		case line == "" || strings.HasPrefix(line, "#"):
+			if cur.cmd == "" {
+				cur.pre = append(cur.pre, line)
+			}
+		default:
+			if cur.cmd != "" {
+				t.Fatalf("%s: command %q without ----", path, cur.cmd)
+			}
+			cur.cmd = line
+		}
+	}
+	if inOut || cur.cmd != "" {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func runScript(t *testing.T, path string) {
+	blocks := parseScript(t, path)
+	env := &scriptEnv{t: t}
+	var rewritten strings.Builder
+	failed := false
+	for i := range blocks {
+		b := &blocks[i]
+		got := env.exec(b.cmd)
+		if len(got) == 0 {
+			got = []string{"ok"}
+		}
+		if !slices.Equal(got, b.want) && !*update {
+			t.Errorf("%s: %s\n--- want\n%s\n--- got\n%s", path, b.cmd, strings.Join(b.want, "\n"), strings.Join(got, "\n"))
+			failed = true
+		}
+		for _, l := range b.pre {
+			rewritten.WriteString(l + "\n")
+		}
+		rewritten.WriteString(b.cmd + "\n----\n" + strings.Join(got, "\n") + "\n\n")
+	}
+	if env.check != nil {
+		checkOK(t, env.check)
+	}
+	if *update && !failed {
+		if err := os.WriteFile(path, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type scriptEnv struct {
+	t     *testing.T
+	net   *Net
+	check *Checker
+	out   []string
+	mark  Stats
+}
+
+func (e *scriptEnv) node(name string) *Node {
+	nd := e.net.Node(name)
+	if nd == nil {
+		e.t.Fatalf("no node %q", name)
+	}
+	return nd
+}
+
+func (e *scriptEnv) exec(cmd string) []string {
+	e.out = nil
+	f := strings.Fields(cmd)
+	args := f[1:]
+	switch f[0] {
+	case "nodes":
+		count, err := strconv.Atoi(args[0])
+		if err != nil {
+			e.t.Fatalf("nodes: %v", err)
+		}
+		opts := map[string][]string{}
+		for _, a := range args[1:] {
+			k, v, _ := strings.Cut(a, "=")
+			opts[k] = strings.Split(v, ",")
+		}
+		e.net = New(1)
+		e.net.SetLink(Link{MinLatency: time.Millisecond, MaxLatency: time.Millisecond})
+		e.net.AddN(count, func(name string) election.Config {
+			c := election.FastConfig(name)
+			c.AnswerDelay = 0
+			c.MayBeMaster = !slices.Contains(opts["noneligible"], name)
+			c.Trusted = opts["trusted"]
+			return c
+		})
+		e.check = Check(e.net, e.net.Nodes[0].Cfg)
+		e.net.Trace(func(s string) { e.out = append(e.out, s) })
+		e.net.OnAction = func(nd *Node, a election.Action) {
+			if s, ok := a.(election.SlaveList); ok {
+				e.out = append(e.out, fmt.Sprintf("%9.3fs %s %v", e.net.Elapsed().Seconds(), nd.Name, s))
+			}
+		}
+		e.mark = cloneStats(e.net.Stats)
+	case "start":
+		for _, nd := range e.nodes(args) {
+			e.net.Start(nd)
+		}
+	case "restart":
+		for _, nd := range e.nodes(args) {
+			e.net.Start(nd)
+		}
+	case "crash":
+		for _, nd := range e.nodes(args) {
+			e.net.Crash(nd)
+		}
+	case "run":
+		d, err := time.ParseDuration(args[0])
+		if err != nil {
+			e.t.Fatalf("run: %v", err)
+		}
+		e.net.Run(d)
+	case "elect":
+		for _, nd := range e.nodes(args) {
+			e.net.Step(nd, election.ForceElection{})
+		}
+	case "partition":
+		var groups [][]int
+		var g []int
+		for _, a := range append(args, "|") {
+			if a == "|" {
+				groups = append(groups, g)
+				g = nil
+				continue
+			}
+			g = append(g, e.node(a).ID)
+		}
+		e.net.Partition(groups...)
+	case "heal":
+		e.net.Heal()
+	case "status":
+		e.out = append(e.out, e.net.Status()...)
+	case "stats":
+		var types []tsp.Type
+		for ty := range e.net.Stats.Sent {
+			types = append(types, ty)
+		}
+		slices.Sort(types)
+		total := 0
+		for _, ty := range types {
+			if d := e.net.Stats.Sent[ty] - e.mark.Sent[ty]; d > 0 {
+				e.out = append(e.out, fmt.Sprintf("%v %d", ty, d))
+				total += d
+			}
+		}
+		e.out = append(e.out, fmt.Sprintf("total %d", total))
+		e.mark = cloneStats(e.net.Stats)
+	default:
+		e.t.Fatalf("unknown command %q", cmd)
+	}
+	if e.check != nil {
+		checkOK(e.t, e.check)
+	}
+	return e.out
+}
+
+func (e *scriptEnv) nodes(args []string) []*Node {
+	if len(args) == 1 && args[0] == "all" {
+		return e.net.Nodes
+	}
+	var out []*Node
+	for _, a := range args {
+		out = append(out, e.node(a))
+	}
+	return out
+}
+
+func cloneStats(s Stats) Stats {
+	c := newStats()
+	for k, v := range s.Sent {
+		c.Sent[k] = v
+	}
+	for k, v := range s.Delivered {
+		c.Delivered[k] = v
+	}
+	c.Lost = s.Lost
+	return c
+}

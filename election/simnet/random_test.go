@@ -1,0 +1,166 @@
+package simnet
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timed-project/timed/election"
+)
+
+var (
+	seedFlag  = flag.Uint64("seed", 0, "TestRandomFaults: replay only this seed, with a trace")
+	seedsFlag = flag.Int("seeds", 500, "TestRandomFaults: how many seeds to run")
+)
+
+// TestRandomFaults runs random fault schedules (crashes, restarts,
+// partitions, heals, loss, duplication, reordering) on small networks with
+// every invariant checked after every step, plus forced elections (timedc election), then heals everything and
+// requires convergence within the bound B. A failure prints its seed;
+// replay it with
+//
+//	go test ./election/simnet -run TestRandomFaults -seed N -v
+//
+// (or TIMED_SEED=N in the environment, e.g. through make test).
+func TestRandomFaults(t *testing.T) {
+	if env := os.Getenv("TIMED_SEED"); env != "" && *seedFlag == 0 {
+		v, err := strconv.ParseUint(env, 10, 64)
+		if err != nil {
+			t.Fatalf("TIMED_SEED=%q: %v", env, err)
+		}
+		*seedFlag = v
+	}
+	if *seedFlag != 0 {
+		if err := randomRun(*seedFlag, func(s string) { t.Log(s) }); err != nil {
+			t.Fatalf("seed %d: %v", *seedFlag, err)
+		}
+		return
+	}
+	failures := 0
+	for i := range *seedsFlag {
+		seed := uint64(1000 + i)
+		if err := randomRun(seed, nil); err != nil {
+			failures++
+			t.Errorf("seed %d: %v\n  replay: go test ./election/simnet -run TestRandomFaults -seed %d -v", seed, err, seed)
+			if failures >= 5 {
+				t.FailNow()
+			}
+		}
+	}
+}
+
+// randomRun plays one random schedule; it returns the first invariant
+// violation or a failure to converge.
+func randomRun(seed uint64, trace func(string)) error {
+	r := rand.New(rand.NewPCG(seed, 42))
+	count := 2 + r.IntN(5)
+	n := New(seed)
+	eligible := 0
+	n.AddN(count, func(name string) election.Config {
+		c := election.FastConfig(name)
+		c.MayBeMaster = r.Float64() < 0.85
+		if c.MayBeMaster {
+			eligible++
+		}
+		return c
+	})
+	if eligible == 0 {
+		n.Nodes[0].Cfg.MayBeMaster = true
+	}
+	if r.IntN(3) == 0 { // BSD -F on every host: the eligible ones are trusted
+		var trusted []string
+		for _, nd := range n.Nodes {
+			if nd.Cfg.MayBeMaster {
+				trusted = append(trusted, strings.ToUpper(nd.Name))
+			}
+		}
+		for _, nd := range n.Nodes {
+			nd.Cfg.Trusted = trusted
+		}
+	}
+	base := Link{MinLatency: time.Duration(500+r.IntN(1500)) * time.Microsecond}
+	base.MaxLatency = base.MinLatency + time.Duration(r.IntN(8000))*time.Microsecond
+	base.Shape = Shape(r.IntN(2))
+	n.SetLink(base)
+	c := Check(n, n.Nodes[0].Cfg)
+	if trace != nil {
+		n.Trace(trace)
+		trace(fmt.Sprintf("seed %d: %d nodes, link %+v, B=%v", seed, count, base, c.Bound))
+	}
+	for _, nd := range n.Nodes {
+		n.StartAt(nd, n.S.Now().Add(time.Duration(r.Int64N(int64(2*time.Second)))))
+	}
+	// Fault phase.
+	end := n.S.Now().Add(60 * time.Second)
+	for n.S.Now().Before(end) {
+		n.Run(time.Duration(r.Int64N(int64(8*time.Second))) + 100*time.Millisecond)
+		if c.Err != nil {
+			return c.Err
+		}
+		switch k := r.IntN(8); k {
+		case 7: // timedc election on a random node
+			n.Step(n.Nodes[r.IntN(count)], election.ForceElection{})
+		case 0: // crash
+			nd := n.Nodes[r.IntN(count)]
+			n.Crash(nd)
+		case 1: // restart
+			for _, nd := range n.Nodes {
+				if !nd.Up {
+					n.Start(nd)
+					break
+				}
+			}
+		case 2: // partition
+			var a, b []int
+			for i := range count {
+				if r.IntN(2) == 0 {
+					a = append(a, i)
+				} else {
+					b = append(b, i)
+				}
+			}
+			n.Partition(a, b)
+		case 3:
+			n.Heal()
+		default: // change the link
+			l := base
+			l.Loss = []float64{0, 0, 0.05, 0.2, 0.4}[r.IntN(5)]
+			l.Dup = []float64{0, 0, 0.1, 0.5}[r.IntN(4)]
+			if r.IntN(2) == 0 {
+				l.Reorder, l.ReorderDelay = 0.2, time.Duration(r.IntN(20))*time.Millisecond
+			}
+			n.SetLink(l)
+			if trace != nil {
+				trace(fmt.Sprintf("link %+v", l))
+			}
+			if r.IntN(3) == 0 { // and one slow, lossless link
+				a, b := r.IntN(count), r.IntN(count)
+				slow := Link{MinLatency: 2 * time.Millisecond, MaxLatency: time.Duration(2+r.IntN(15)) * time.Millisecond, Shape: Exponential}
+				n.SetPairLink(a, b, slow)
+			}
+		}
+	}
+	// Calm: heal, stop losing packets (duplication and reordering may
+	// stay), restart every crashed node, and wait B.
+	n.Heal()
+	l := n.Link(0, 0)
+	l.Loss = 0
+	n.SetLink(l)
+	for _, nd := range n.Nodes {
+		n.Start(nd)
+	}
+	calm := n.S.Now()
+	n.Run(c.Bound + 2*n.Nodes[0].Cfg.SyncInterval)
+	if c.Err != nil {
+		return c.Err
+	}
+	if !n.Settled() {
+		return fmt.Errorf("not settled %v after the calm began (B=%v)", n.S.Now().Sub(calm), c.Bound)
+	}
+	return nil
+}
