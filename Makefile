@@ -8,13 +8,19 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build test tools fmt-check vet staticcheck unit bench fuzz install clean
+.PHONY: all build demo test tools fmt-check vet staticcheck unit bench fuzz install clean
 
 all: build
 
 ## build: static binaries (CGO_ENABLED=0) into bin/
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/...
+
+## demo: five daemons on 127.0.0.1 with simulated clocks up to ±2 s apart;
+## watch the election and the clocks converge (Ctrl-C, or DURATION=60s)
+DURATION ?= 0
+demo: build
+	$(GO) run ./deploy/demo -bin $(BIN) -duration $(DURATION)
 
 ## test: formatting, vet, staticcheck, and every test under the race detector
 test: tools fmt-check vet staticcheck unit
@@ -46,6 +52,8 @@ bench:
 FUZZTIME ?= 3m
 fuzz:
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshalExt$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./clocksync -run '^$$' -fuzz '^FuzzProbeUnmarshal$$' -fuzztime $(FUZZTIME)
 
 ## install: binaries, unit, sysusers entry and an example config
 PREFIX  ?= /usr/local

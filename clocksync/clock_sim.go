@@ -1,0 +1,228 @@
+package clocksync
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TimeSource is the "true" time a simulated clock drifts away from. A
+// *vtime.Scheduler is one (deterministic tests and the simulator); the
+// real monotonic clock is another (NewMonotonicSource).
+type TimeSource interface {
+	Now() time.Time
+}
+
+// monotonicSource is wall time at creation advanced by the monotonic clock,
+// so that it is immune to steps of the host clock.
+type monotonicSource struct{ start time.Time }
+
+// NewMonotonicSource returns a TimeSource that reads the host clock once and
+// then advances only with the monotonic clock. Simulated clocks of daemons in
+// containers or namespaces run over it, each with its own offset and drift,
+// unaffected by anything that happens to the host clock.
+func NewMonotonicSource() TimeSource { return monotonicSource{start: time.Now()} }
+
+func (m monotonicSource) Now() time.Time {
+	// Round(0) strips the monotonic reading, so that differences between
+	// simulated readings use their wall values, offsets included.
+	return m.start.Add(time.Since(m.start)).Round(0)
+}
+
+// SimConfig describes a simulated clock.
+type SimConfig struct {
+	Offset   time.Duration // initial offset from the source's time
+	DriftPPM float64       // natural frequency error, positive = runs fast
+	SlewPPM  float64       // slew rate of Adjust; 0 means MaxSlewPPM (adjtime's 500 ppm)
+}
+
+// MaxSimDriftPPM bounds the drift a simulated clock accepts (10 %).
+const MaxSimDriftPPM = 100_000
+
+// SimClock is a simulated clock: source time plus its own offset, drifting
+// at DriftPPM plus whatever frequency correction was set, slewed by Adjust at
+// no more than SlewPPM (500 ppm by default, like adjtime). It is safe for
+// concurrent use.
+type SimClock struct {
+	src TimeSource
+
+	mu      sync.Mutex
+	last    time.Time // source time of the state below
+	off     float64   // offset from source time, ns
+	pending float64   // slew still to apply, ns
+	drift   float64   // ppm
+	freq    float64   // ppm, set by SetFrequency
+	slew    float64   // ppm
+}
+
+// NewSimClock returns a simulated clock over src.
+func NewSimClock(src TimeSource, cfg SimConfig) *SimClock {
+	slew := cfg.SlewPPM
+	if slew <= 0 {
+		slew = MaxSlewPPM
+	}
+	return &SimClock{src: src, last: src.Now(), off: float64(cfg.Offset), drift: cfg.DriftPPM, slew: slew}
+}
+
+// advance brings the state to source time now. Called with mu held.
+func (c *SimClock) advance(now time.Time) {
+	dt := float64(now.Sub(c.last))
+	if dt <= 0 {
+		return
+	}
+	c.last = now
+	c.off += (c.drift + c.freq) * 1e-6 * dt
+	if c.pending != 0 {
+		maxSlew := c.slew * 1e-6 * dt
+		if math.Abs(c.pending) <= maxSlew {
+			c.off += c.pending
+			c.pending = 0
+		} else {
+			step := math.Copysign(maxSlew, c.pending)
+			c.off += step
+			c.pending -= step
+		}
+	}
+}
+
+// Now reads the simulated clock.
+func (c *SimClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.src.Now()
+	c.advance(now)
+	return now.Add(time.Duration(math.Round(c.off)))
+}
+
+// Adjust slews by d at the clock's slew rate, replacing any pending slew.
+func (c *SimClock) Adjust(d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advance(c.src.Now())
+	c.pending = float64(d)
+	return nil
+}
+
+// Step sets the clock to t and cancels any pending slew.
+func (c *SimClock) Step(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.src.Now()
+	c.advance(now)
+	c.off = float64(t.Sub(now))
+	c.pending = 0
+	return nil
+}
+
+// SetFrequency sets the frequency correction, added to the natural drift.
+func (c *SimClock) SetFrequency(ppm float64) error {
+	if err := checkFrequency(ppm); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advance(c.src.Now())
+	c.freq = ppm
+	return nil
+}
+
+// State reports the simulated clock's state.
+func (c *SimClock) State() (ClockState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.src.Now()
+	c.advance(now)
+	return ClockState{
+		Kind:         "sim",
+		Now:          now.Add(time.Duration(math.Round(c.off))),
+		PendingSlew:  time.Duration(math.Round(c.pending)),
+		FrequencyPPM: c.freq,
+		Synchronized: true,
+		Detail:       fmt.Sprintf("offset %v, drift %+g ppm", time.Duration(math.Round(c.off)), c.drift),
+	}, nil
+}
+
+// Offset is the clock's current offset from its source's time: the "truth"
+// a simulator compares clocks by.
+func (c *SimClock) Offset() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advance(c.src.Now())
+	return time.Duration(math.Round(c.off))
+}
+
+// SetDrift changes the natural drift from now on (fault injection).
+func (c *SimClock) SetDrift(ppm float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advance(c.src.Now())
+	c.drift = ppm
+}
+
+// ParseSimSpec parses "sim:offset=+350ms,drift=-40ppm[,slew=500ppm]". Keys
+// may come in any order, each at most once; missing keys are zero (slew:
+// 500 ppm). "sim" alone is a clock without offset or drift.
+func ParseSimSpec(spec string) (SimConfig, error) {
+	var cfg SimConfig
+	bad := func(format string, a ...any) (SimConfig, error) {
+		return SimConfig{}, fmt.Errorf("%w %q: %s (want sim:offset=+350ms,drift=-40ppm)", ErrBadClockSpec, spec, fmt.Sprintf(format, a...))
+	}
+	rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "sim")
+	if !ok {
+		return bad("does not start with \"sim:\"")
+	}
+	if rest == "" {
+		return cfg, nil
+	}
+	rest, ok = strings.CutPrefix(rest, ":")
+	if !ok {
+		return bad("\"sim\" must be followed by \":\"")
+	}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(rest, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			return bad("empty setting")
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		if !ok || v == "" {
+			return bad("setting %q has no value", kv)
+		}
+		if seen[k] {
+			return bad("%q given twice", k)
+		}
+		seen[k] = true
+		switch k {
+		case "offset":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return bad("offset %q is not a duration such as +350ms or -1.5s", v)
+			}
+			cfg.Offset = d
+		case "drift", "slew":
+			num := strings.TrimSuffix(strings.ToLower(v), "ppm")
+			p, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || math.IsNaN(p) || math.IsInf(p, 0) {
+				return bad("%s %q is not a number of ppm such as -40ppm", k, v)
+			}
+			if k == "drift" {
+				if math.Abs(p) > MaxSimDriftPPM {
+					return bad("drift %g ppm beyond ±%d ppm", p, MaxSimDriftPPM)
+				}
+				cfg.DriftPPM = p
+			} else {
+				if p <= 0 || p > MaxSimDriftPPM {
+					return bad("slew %g ppm must be in (0, %d]", p, MaxSimDriftPPM)
+				}
+				cfg.SlewPPM = p
+			}
+		default:
+			return bad("unknown setting %q (known: offset, drift, slew)", k)
+		}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,108 @@
+//go:build linux
+
+package clocksync
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fakeSystem returns a SystemClock whose adjtimex records calls instead of
+// making them: nothing in these tests reaches the kernel's write paths.
+func fakeSystem(ret error) (*SystemClock, *[]unix.Timex) {
+	var calls []unix.Timex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return &SystemClock{
+		adjtimex: func(tx *unix.Timex) (int, error) {
+			calls = append(calls, *tx)
+			return unix.TIME_OK, ret
+		},
+		now: func() time.Time { return now },
+	}, &calls
+}
+
+func TestSystemClockRequests(t *testing.T) {
+	c, calls := fakeSystem(nil)
+	if err := c.Adjust(-1500 * time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(c.Now().Add(-1500 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetFrequency(-12.5); err != nil {
+		t.Fatal(err)
+	}
+	if len(*calls) != 3 {
+		t.Fatalf("%d calls", len(*calls))
+	}
+	adj, step, freq := (*calls)[0], (*calls)[1], (*calls)[2]
+	if adj.Modes != unix.ADJ_OFFSET_SINGLESHOT || adj.Offset != -1500 {
+		t.Errorf("slew: modes %#x offset %d, want singleshot −1500 µs", adj.Modes, adj.Offset)
+	}
+	// −1.5 s as a normalised timespec: −2 s + 500 000 000 ns.
+	if step.Modes != unix.ADJ_SETOFFSET|unix.ADJ_NANO || step.Time.Sec != -2 || step.Time.Usec != 500_000_000 {
+		t.Errorf("step: modes %#x time %+v, want setoffset|nano {−2, 5e8}", step.Modes, step.Time)
+	}
+	if freq.Modes != unix.ADJ_FREQUENCY || freq.Freq != -12.5*65536 {
+		t.Errorf("frequency: modes %#x freq %d", freq.Modes, freq.Freq)
+	}
+	// Out-of-range requests never reach the syscall.
+	if err := c.SetFrequency(501); !errors.Is(err, ErrFrequencyRange) {
+		t.Errorf("SetFrequency(501) = %v", err)
+	}
+	if err := c.Adjust(time.Hour); err == nil {
+		t.Error("Adjust(1h) accepted")
+	}
+	if len(*calls) != 3 {
+		t.Errorf("out-of-range requests made %d syscalls", len(*calls)-3)
+	}
+}
+
+func TestSystemClockPermissionError(t *testing.T) {
+	c, _ := fakeSystem(unix.EPERM)
+	for name, err := range map[string]error{
+		"slew":      c.Adjust(time.Millisecond),
+		"step":      c.Step(c.Now()),
+		"frequency": c.SetFrequency(1),
+	} {
+		if !errors.Is(err, ErrPermission) || !errors.Is(err, unix.EPERM) {
+			t.Errorf("%s: %v does not wrap ErrPermission and EPERM", name, err)
+			continue
+		}
+		for _, frag := range []string{"CAP_SYS_TIME", "--clock=dry-run", "--clock=sim:"} {
+			if !strings.Contains(err.Error(), frag) {
+				t.Errorf("%s: %q does not mention %s", name, err, frag)
+			}
+		}
+	}
+	c, _ = fakeSystem(unix.EINVAL)
+	if err := c.Adjust(time.Millisecond); errors.Is(err, ErrPermission) || !errors.Is(err, unix.EINVAL) {
+		t.Errorf("EINVAL mapped to %v", err)
+	}
+}
+
+// State is the only method that reaches the real kernel in tests, and it
+// reads: adjtimex with modes = 0 changes nothing and needs no capability.
+func TestSystemClockStateReadOnly(t *testing.T) {
+	c := NewSystemClock()
+	var seen uint32 = 1
+	real := c.adjtimex
+	c.adjtimex = func(tx *unix.Timex) (int, error) {
+		seen = tx.Modes
+		if tx.Modes != 0 {
+			t.Fatalf("State asked adjtimex for modes %#x", tx.Modes)
+		}
+		return real(tx)
+	}
+	st, err := c.State()
+	if err != nil {
+		t.Skipf("adjtimex(modes=0) unavailable here: %v", err)
+	}
+	if seen != 0 || st.Kind != "system" || st.FrequencyPPM < -MaxFrequencyPPM || st.FrequencyPPM > MaxFrequencyPPM {
+		t.Fatalf("state = %+v", st)
+	}
+}

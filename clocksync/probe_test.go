@@ -1,0 +1,166 @@
+package clocksync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+func TestProbePayloadRoundTrip(t *testing.T) {
+	p := ProbePayload{T1: -1, T2: 1 << 62, T3: 1767225600123456789}
+	b := p.Marshal()
+	if len(b) != probePayloadSize || b[0] != probeFormat {
+		t.Fatalf("encoded % x", b)
+	}
+	got, err := UnmarshalProbe(append(b, 0xEE)) // trailing bytes are ignored
+	if err != nil || got != p {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := UnmarshalProbe(b[:31]); !errors.Is(err, ErrProbePayload) {
+		t.Fatalf("short: %v", err)
+	}
+	b[0] = 9
+	if _, err := UnmarshalProbe(b); !errors.Is(err, ErrProbePayload) {
+		t.Fatalf("bad format: %v", err)
+	}
+}
+
+func FuzzProbeUnmarshal(f *testing.F) {
+	f.Add(ProbePayload{T1: 1, T2: 2, T3: 3}.Marshal())
+	f.Add([]byte{})
+	f.Add(make([]byte, 31))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := UnmarshalProbe(b)
+		if err != nil {
+			return
+		}
+		// What decodes re-encodes to the same first 32 bytes, padding zeroed.
+		want := append([]byte{probeFormat, 0, 0, 0, 0, 0, 0, 0}, b[8:probePayloadSize]...)
+		if !bytes.Equal(p.Marshal(), want) {
+			t.Fatalf("re-encoding % x gave % x", b, p.Marshal())
+		}
+		// And a reply built from it never panics.
+		r := NewProbeResponder(NewDryRunClock(nil, nil), "x")
+		_, _ = r.Reply(Datagram{Packet: tsp.ExtPacket{Kind: tsp.ExtProbe, Payload: b}})
+	})
+}
+
+func TestProbeResponderReply(t *testing.T) {
+	s, c := newVSim(SimConfig{Offset: time.Second})
+	r := NewProbeResponder(c, "slave")
+	req := tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: 7, Payload: ProbePayload{T1: 42}.Marshal()}
+	rep, err := r.Reply(Datagram{Packet: req, Waited: 3 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := UnmarshalProbe(rep.Payload)
+	if err != nil || rep.Kind != tsp.ExtProbeReply || rep.Seq != 7 || rep.Name != "slave" {
+		t.Fatalf("reply %+v, %v", rep, err)
+	}
+	now := s.Now().Add(time.Second).UnixNano()
+	if pl.T1 != 42 || pl.T2 != now-int64(3*time.Millisecond) || pl.T3 != now {
+		t.Fatalf("payload %+v, now %d", pl, now)
+	}
+	if _, err := r.Reply(Datagram{Packet: tsp.ExtPacket{Kind: tsp.ExtProbeReply, Payload: req.Payload}}); err == nil {
+		t.Fatal("answered a reply")
+	}
+}
+
+// Measurement over loopback UDP between two simulated clocks over the real
+// monotonic clock: the probe must find the configured offset within its
+// own error bound.
+func TestProbeLoopbackUDP(t *testing.T) {
+	src := NewMonotonicSource()
+	masterClock := NewSimClock(src, SimConfig{})
+	slaveClock := NewSimClock(src, SimConfig{Offset: 350 * time.Millisecond})
+
+	mc, err := ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	sc, err := ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	client := NewProbeClient(mc, masterClock, "master", ProbeConfig{Replies: 5})
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = Serve(ctx, mc, client, nil, nil) }()
+	go func() { defer wg.Done(); _ = Serve(ctx, sc, nil, NewProbeResponder(slaveClock, "slave"), nil) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	m, err := client.Measure(ctx, sc.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("loopback: %+v", m)
+	if m.Samples != 5 || m.RTT <= 0 || m.ErrorBound != m.RTT/2 {
+		t.Fatalf("measurement %+v", m)
+	}
+	// The true offset is within the error bound (plus the clocks' reading
+	// granularity, 1 µs of slack).
+	if d := absDur(m.Offset - 350*time.Millisecond); d > m.ErrorBound+time.Microsecond {
+		t.Fatalf("offset %v is %v from 350ms, beyond the bound %v", m.Offset, d, m.ErrorBound)
+	}
+	// Nobody answering: no reply, promptly.
+	quiet, _ := ListenUDP("127.0.0.1:0")
+	defer quiet.Close()
+	qc := NewProbeClient(mc, masterClock, "master", ProbeConfig{Replies: 2, Trials: 2, Wait: 20 * time.Millisecond})
+	if _, err := qc.Measure(ctx, quiet.LocalAddr()); !errors.Is(err, ErrNoReply) {
+		t.Fatalf("silent host: %v", err)
+	}
+}
+
+// A master measures many slaves concurrently within one round deadline.
+func TestMeasureAllLoopback(t *testing.T) {
+	const n = 500 // the LAN round
+	src := NewMonotonicSource()
+	mc, err := ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	client := NewProbeClient(mc, NewSimClock(src, SimConfig{}), "master", ProbeConfig{})
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = Serve(ctx, mc, client, nil, nil) }()
+	var hosts []netip.AddrPort
+	for i := range n {
+		sc, err := ListenUDP("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		hosts = append(hosts, sc.LocalAddr())
+		clk := NewSimClock(src, SimConfig{Offset: time.Duration(i) * time.Millisecond})
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = Serve(ctx, sc, nil, NewProbeResponder(clk, "s"), nil) }()
+	}
+	start := time.Now()
+	res := MeasureAll(ctx, client, hosts, time.Now().Add(5*time.Second), 0)
+	el := time.Since(start)
+	t.Logf("%d hosts measured in %v", n, el)
+	if el > 3*time.Second { // ~0.3 s under the race detector, well under 1 s without; slack for a loaded machine
+		t.Errorf("a round over %d loopback hosts took %v", n, el)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("host %d: %v", i, r.Err)
+		}
+		if d := absDur(r.Offset - time.Duration(i)*time.Millisecond); d > r.ErrorBound+time.Microsecond {
+			t.Fatalf("host %d: offset %v, bound %v", i, r.Offset, r.ErrorBound)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package clocksync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// UDPConn is a PacketConn over a UDP socket. On Linux it asks the kernel
+// for receive timestamps (SO_TIMESTAMPNS) and reports each datagram's Waited
+// from them. Datagrams that are not extension packets are skipped.
+type UDPConn struct {
+	c       *net.UDPConn
+	stamped bool
+}
+
+// ListenUDP opens a UDPConn on addr (e.g. "127.0.0.1:0").
+func ListenUDP(addr string) (*UDPConn, error) {
+	la, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	c, err := net.ListenUDP("udp", la)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return NewUDPConn(c), nil
+}
+
+// NewUDPConn wraps an open UDP socket, enabling kernel receive timestamps
+// where the platform has them.
+func NewUDPConn(c *net.UDPConn) *UDPConn {
+	return &UDPConn{c: c, stamped: enableRxTimestamps(c) == nil}
+}
+
+// LocalAddr is the socket's address.
+func (u *UDPConn) LocalAddr() netip.AddrPort { return u.c.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Close closes the socket.
+func (u *UDPConn) Close() error { return u.c.Close() }
+
+// WriteExt sends an extension packet.
+func (u *UDPConn) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error {
+	b, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	_, err = u.c.WriteToUDPAddrPort(b, to)
+	return err
+}
+
+// readPoll bounds each blocking read so ReadExt notices ctx.
+const readPoll = 100 * time.Millisecond
+
+// ReadExt returns the next extension datagram.
+func (u *UDPConn) ReadExt(ctx context.Context) (Datagram, error) {
+	buf := make([]byte, 2048)
+	oob := make([]byte, 128)
+	for {
+		if err := ctx.Err(); err != nil {
+			return Datagram{}, err
+		}
+		dl := time.Now().Add(readPoll)
+		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+			dl = d
+		}
+		if err := u.c.SetReadDeadline(dl); err != nil {
+			return Datagram{}, err
+		}
+		n, oobn, _, from, err := u.c.ReadMsgUDPAddrPort(buf, oob)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return Datagram{}, err
+		}
+		now := time.Now()
+		if !tsp.IsExt(buf[:n]) {
+			continue
+		}
+		p, err := tsp.UnmarshalExt(buf[:n])
+		if err != nil {
+			continue
+		}
+		d := Datagram{Packet: p, From: from}
+		if u.stamped {
+			if at, ok := rxTimestamp(oob[:oobn]); ok {
+				if w := now.Sub(at); w > 0 && w < time.Second {
+					d.Waited = w
+				}
+			}
+		}
+		return d, nil
+	}
+}

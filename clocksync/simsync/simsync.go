@@ -1,0 +1,420 @@
+// Package simsync runs TEMPO's synchronisation loop — measure every slave,
+// compute the network time, send each slave its correction — among
+// simulated clocks in virtual time (internal/vtime), deterministically for a
+// given seed. It uses clocksync's own pieces (probe payload and responder,
+// minimum-RTT selection, network time, correction planning, the TSP
+// encoding of corrections, the Applier and the frequency discipline); only
+// the network between daemons is simulated. It never touches a real clock
+// or the network.
+package simsync
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/internal/vtime"
+	"github.com/timed-project/timed/tsp"
+)
+
+// Fault is the misbehaviour of the faulty node (the last slave).
+type Fault int
+
+// Faults.
+const (
+	FaultNone  Fault = iota
+	FaultDrift       // the faulty node drifts at FaultDriftPPM
+	FaultStep        // the faulty node's clock is stepped by FaultStepBy at FaultAt
+)
+
+func (f Fault) String() string {
+	switch f {
+	case FaultNone:
+		return "none"
+	case FaultDrift:
+		return "drift"
+	case FaultStep:
+		return "step"
+	}
+	return fmt.Sprintf("Fault(%d)", int(f))
+}
+
+// Config describes one simulation. Zero fields take the scenario.
+type Config struct {
+	N        int           // daemons, the master included (default 10)
+	Seed     uint64        // random seed
+	Interval time.Duration // sync interval (default 240 s, BSD SAMPLEINTVL)
+	Duration time.Duration // virtual time simulated (default 6 h)
+	// BSD selects BSD-equivalent settings: no frequency discipline, 5 ms
+	// rounding, BSD's median, 20 s step threshold, SETTIME retries re-sent
+	// unchanged. Otherwise ours: frequency discipline, 1 µs rounding,
+	// weighted mean, the Applier steps at 100 ms (SlewStepThreshold),
+	// re-stamped SETTIME retries. Both measure with the same probe (BSD used
+	// ICMP timestamps of 1 ms resolution), so the comparison isolates what
+	// the settings do.
+	BSD bool
+
+	MaxOffset   time.Duration // initial offsets uniform in ±MaxOffset (default 1 s)
+	MaxDriftPPM float64       // drifts uniform in ±MaxDriftPPM (default 100)
+	DelayMin    time.Duration // one-way delay uniform in [DelayMin, DelayMax] (50 µs)
+	DelayMax    time.Duration // (150 µs)
+	Loss        float64       // per-datagram loss probability (default 0.01; <0 for none)
+	Replies     int           // probe replies wanted per slave (default 12)
+	Trials      int           // probes sent at most (default 2 × Replies)
+
+	Fault         Fault
+	FaultDriftPPM float64       // default 5000
+	FaultStepBy   time.Duration // default 10 s
+	FaultAt       time.Duration // default 1 h 0 m 17 s after the start
+
+	SkipRounds  int           // rounds before sampling starts (default 3)
+	SampleEvery time.Duration // sampling period of the spread (default 1 s)
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.N <= 0 {
+		c.N = 10
+	}
+	def(&c.Interval, 240*time.Second)
+	def(&c.Duration, 6*time.Hour)
+	def(&c.MaxOffset, time.Second)
+	if c.MaxDriftPPM <= 0 {
+		c.MaxDriftPPM = 100
+	}
+	def(&c.DelayMin, 50*time.Microsecond)
+	def(&c.DelayMax, 150*time.Microsecond)
+	if c.Loss == 0 {
+		c.Loss = 0.01
+	} else if c.Loss < 0 {
+		c.Loss = 0
+	}
+	if c.Replies <= 0 {
+		c.Replies = 12
+	}
+	if c.Trials < c.Replies {
+		c.Trials = 2 * c.Replies
+	}
+	if c.FaultDriftPPM == 0 {
+		c.FaultDriftPPM = 5000
+	}
+	def(&c.FaultStepBy, 10*time.Second)
+	def(&c.FaultAt, time.Hour+17*time.Second)
+	if c.SkipRounds <= 0 {
+		c.SkipRounds = 3
+	}
+	def(&c.SampleEvery, time.Second)
+	return c
+}
+
+// Result is what a run measured.
+type Result struct {
+	// Spread holds, every SampleEvery after the first SkipRounds rounds, the
+	// largest offset between any two clocks, the faulty node excluded.
+	Spread        []time.Duration
+	P50, P99, Max time.Duration
+	// P99Late is the p99 over the samples of the last two thirds of the run:
+	// the steady state, once BSD's slews of the initial offsets are over
+	// (BSD slaves slew SETTIME differences below 20 s: ±1 s takes over an
+	// hour at 500 ppm).
+	P99Late time.Duration
+	// Eps is the largest offset error the master's measurements can have
+	// had after the first round: max over used samples of RTT/2 − DelayMin
+	// (each one-way delay is at least DelayMin, so the asymmetry error of a
+	// sample is at most (RTT − 2·DelayMin)/2).
+	Eps     time.Duration
+	Rounds  int
+	Steps   int // corrections applied by stepping (all clocks)
+	Refused int // corrections refused as beyond max-step
+	Lost    int // corrections never delivered (all retries lost)
+}
+
+const (
+	probeSpacing  = time.Millisecond       // between probes to one slave
+	measureWindow = 100 * time.Millisecond // per-round deadline
+	ackWait       = 200 * time.Millisecond // acksend's first wait
+	ackTries      = 5                      // acksend(5)
+	firstRound    = 3 * time.Second        // BSD: first round 3 s after becoming master
+)
+
+type node struct {
+	name    string
+	addr    netip.AddrPort
+	clock   *clocksync.SimClock
+	applier *clocksync.Applier
+	resp    *clocksync.ProbeResponder
+	lastSeq uint16
+	haveSeq bool
+	known   bool // the master has set its time once (need_set cleared)
+}
+
+type sim struct {
+	cfg    Config
+	s      *vtime.Scheduler
+	rng    *rand.Rand
+	nodes  []*node
+	res    Result
+	seq    uint16
+	faulty int
+}
+
+// Run runs one simulation.
+func Run(cfg Config) (Result, error) {
+	cfg = cfg.withDefaults()
+	if cfg.N < 2 {
+		return Result{}, errors.New("simsync: need at least 2 daemons")
+	}
+	if cfg.DelayMax < cfg.DelayMin {
+		return Result{}, errors.New("simsync: DelayMax below DelayMin")
+	}
+	sm := &sim{cfg: cfg, s: vtime.New(vtime.Epoch), rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e3d0)), faulty: -1}
+	log := logrus.New()
+	log.SetLevel(logrus.FatalLevel) // refusals are counted, not printed
+	for i := range cfg.N {
+		sc := clocksync.SimConfig{
+			Offset:   time.Duration((2*sm.rng.Float64() - 1) * float64(cfg.MaxOffset)),
+			DriftPPM: (2*sm.rng.Float64() - 1) * cfg.MaxDriftPPM,
+		}
+		if i == cfg.N-1 && cfg.Fault != FaultNone && cfg.N > 2 {
+			sm.faulty = i
+			if cfg.Fault == FaultDrift {
+				sc.DriftPPM = cfg.FaultDriftPPM
+			}
+		}
+		clk := clocksync.NewSimClock(sm.s, sc)
+		n := &node{
+			name:  fmt.Sprintf("host%02d", i),
+			addr:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 525),
+			clock: clk,
+			resp:  clocksync.NewProbeResponder(clk, fmt.Sprintf("host%02d", i)),
+		}
+		n.applier = &clocksync.Applier{Clock: clk, Log: log}
+		if !cfg.BSD {
+			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{})
+			n.applier.StepThreshold = clocksync.SlewStepThreshold
+		}
+		sm.nodes = append(sm.nodes, n)
+	}
+	if sm.faulty >= 0 && cfg.Fault == FaultStep {
+		f := sm.nodes[sm.faulty]
+		sm.s.After(cfg.FaultAt, func() { _ = f.clock.Step(f.clock.Now().Add(cfg.FaultStepBy)) })
+	}
+	end := vtime.Epoch.Add(cfg.Duration)
+	sm.s.After(firstRound, sm.round)
+	sm.s.RunUntil(end)
+	sm.finish()
+	return sm.res, nil
+}
+
+func (sm *sim) delay() time.Duration {
+	return sm.cfg.DelayMin + time.Duration(sm.rng.Float64()*float64(sm.cfg.DelayMax-sm.cfg.DelayMin))
+}
+
+func (sm *sim) lost() bool { return sm.rng.Float64() < sm.cfg.Loss }
+
+// transmit encodes p, and unless the datagram is lost decodes it at the
+// far end after a one-way delay and calls deliver.
+func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, deliver func(clocksync.Datagram)) {
+	b, err := p.Marshal()
+	if err != nil || sm.lost() {
+		return
+	}
+	sm.s.After(sm.delay(), func() {
+		q, err := tsp.UnmarshalExt(b)
+		if err == nil {
+			deliver(clocksync.Datagram{Packet: q, From: from})
+		}
+	})
+}
+
+// round is one master round: measure all slaves within measureWindow, then
+// compute the network time and correct everyone.
+func (sm *sim) round() {
+	sm.res.Rounds++
+	round := sm.res.Rounds
+	master := sm.nodes[0]
+	samples := make([][]clocksync.Sample, len(sm.nodes))
+	sent := make([]int, len(sm.nodes))
+	for i := 1; i < len(sm.nodes); i++ {
+		sm.probe(i, 0, samples, sent)
+	}
+	sm.s.After(measureWindow, func() {
+		offsets := make([]clocksync.HostOffset, 0, len(sm.nodes)-1)
+		meas := make([]*clocksync.Measurement, len(sm.nodes))
+		for i := 1; i < len(sm.nodes); i++ {
+			m, err := clocksync.BestSample(samples[i], sent[i])
+			if err != nil {
+				offsets = append(offsets, clocksync.HostOffset{Trusted: true})
+				continue
+			}
+			meas[i] = &m
+			offsets = append(offsets, clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: true, Responsive: true})
+			if round > 1 {
+				sm.res.Eps = max(sm.res.Eps, m.RTT/2-sm.cfg.DelayMin)
+			}
+		}
+		opt := clocksync.NetworkOptions{BSD: sm.cfg.BSD}
+		copt := clocksync.CorrectOptions{}
+		if sm.cfg.BSD {
+			copt.Rounding = clocksync.BSDRounding
+		}
+		nt := clocksync.NetworkTime(offsets, opt)
+		now := master.clock.Now()
+		for i := 1; i < len(sm.nodes); i++ {
+			if meas[i] == nil {
+				continue
+			}
+			c := clocksync.PlanCorrection(nt.Offset, meas[i].Offset, !sm.nodes[i].known, now, copt)
+			sm.nodes[i].known = true
+			sm.sendCorrection(i, c)
+		}
+		sm.count(master.applier.ApplyAdjust(clocksync.RoundCorrection(nt.Offset, rounding(copt))))
+		if round == sm.cfg.SkipRounds {
+			sm.s.After(time.Second, sm.sample)
+		}
+	})
+	sm.s.After(sm.cfg.Interval, sm.round)
+}
+
+// probe sends probe k to slave i and, while replies are missing, the next
+// one probeSpacing later.
+func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
+	if k >= sm.cfg.Trials || len(samples[i]) >= sm.cfg.Replies {
+		return
+	}
+	master, slave := sm.nodes[0], sm.nodes[i]
+	sm.seq++
+	t1 := master.clock.Now()
+	sent[i]++
+	req := tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: sm.seq, Name: master.name, Payload: clocksync.ProbePayload{T1: t1.UnixNano()}.Marshal()}
+	sm.transmit(req, master.addr, func(d clocksync.Datagram) {
+		rep, err := slave.resp.Reply(d)
+		if err != nil {
+			return
+		}
+		sm.transmit(rep, slave.addr, func(d clocksync.Datagram) {
+			t4 := master.clock.Now()
+			pl, err := clocksync.UnmarshalProbe(d.Packet.Payload)
+			if err != nil || pl.T1 != t1.UnixNano() {
+				return
+			}
+			samples[i] = append(samples[i], clocksync.Sample{T1: t1, T2: time.Unix(0, pl.T2), T3: time.Unix(0, pl.T3), T4: t4})
+		})
+	})
+	sm.s.After(probeSpacing, func() { sm.probe(i, k+1, samples, sent) })
+}
+
+// sendCorrection delivers an ADJTIME or SETTIME like acksend(5): each try
+// and each ACK can be lost; the slave ignores a repeated seq.
+func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
+	master, slave := sm.nodes[0], sm.nodes[i]
+	sm.seq++
+	seq, planned := sm.seq, sm.s.Now()
+	var try func(n int)
+	try = func(n int) {
+		if n >= ackTries {
+			sm.res.Lost++
+			return
+		}
+		// BSD re-sends the same bytes; ours re-stamps a SETTIME's time.
+		var elapsed time.Duration
+		if !sm.cfg.BSD {
+			elapsed = sm.s.Since(planned)
+		}
+		p, err := c.PacketAfter(seq, master.name, elapsed)
+		if err != nil {
+			return
+		}
+		b, err := p.Marshal()
+		if err != nil {
+			return
+		}
+		acked := false
+		if !sm.lost() {
+			sm.s.After(sm.delay(), func() {
+				q, err := tsp.Unmarshal(b)
+				if err != nil {
+					return
+				}
+				if !slave.haveSeq || q.Seq != slave.lastSeq {
+					slave.haveSeq, slave.lastSeq = true, q.Seq
+					if q.Type == tsp.SetTime {
+						sm.count(slave.applier.ApplySetTime(q.Time.Time(), 0))
+					} else {
+						sm.count(slave.applier.ApplyAdjust(q.Time.Duration()))
+					}
+				}
+				if !sm.lost() {
+					acked = true
+				}
+			})
+		}
+		sm.s.After(ackWait<<n, func() {
+			if !acked {
+				try(n + 1)
+			}
+		})
+	}
+	try(0)
+}
+
+func (sm *sim) count(a clocksync.Applied, err error) {
+	switch a.Action {
+	case clocksync.Stepped:
+		sm.res.Steps++
+	case clocksync.Refused:
+		sm.res.Refused++
+	}
+	_ = err
+}
+
+func (sm *sim) sample() {
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
+	for i, n := range sm.nodes {
+		if i == sm.faulty {
+			continue
+		}
+		o := n.clock.Offset()
+		lo, hi = min(lo, o), max(hi, o)
+	}
+	sm.res.Spread = append(sm.res.Spread, hi-lo)
+	sm.s.After(sm.cfg.SampleEvery, sm.sample)
+}
+
+func (sm *sim) finish() {
+	if len(sm.res.Spread) == 0 {
+		return
+	}
+	s := slices.Clone(sm.res.Spread)
+	slices.Sort(s)
+	sm.res.P50, sm.res.P99, sm.res.Max = Percentile(s, 0.50), Percentile(s, 0.99), s[len(s)-1]
+	late := slices.Clone(sm.res.Spread[len(sm.res.Spread)/3:])
+	slices.Sort(late)
+	sm.res.P99Late = Percentile(late, 0.99)
+}
+
+// Percentile returns the p-quantile (0..1) of sorted values, nearest rank.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func rounding(o clocksync.CorrectOptions) time.Duration {
+	if o.Rounding <= 0 {
+		return clocksync.FineRounding
+	}
+	return o.Rounding
+}

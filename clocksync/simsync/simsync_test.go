@@ -1,0 +1,120 @@
+package simsync
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// convergenceBound is the largest offset between two correctly working
+// clocks the synchronisation loop (our settings) can leave, once the first
+// three rounds are over.
+//
+// Derivation. Let ε bound a measurement's offset error. A probe's error is
+// half the asymmetry of its two one-way delays, each in [DelayMin,
+// DelayMax], so ε = (DelayMax − DelayMin)/2 whatever sample is kept.
+//
+//  1. Placement. In round k the master measures slave i at y_i + e_i
+//     (|e_i| ≤ ε; e = 0 for the master itself), computes the network time a
+//     and sends c_i = a − y_i − e_i, while moving itself by a. Every clock
+//     lands at the same point C_k = master + a, slave i at C_k − e_i: the
+//     error of a is common to all and cancels between any two clocks, so
+//     right after a round |x_i − x_j| ≤ 2ε. A new slave is instead set by
+//     SETTIME, which lands it at C_1 − d with d the one-way delay:
+//     |e_set| ≤ DelayMax.
+//  2. Drift. Let u_i be what clock i gains on the master over one interval
+//     Δt at its current frequency setting. At round k+1 it is measured
+//     with u_i accumulated, so c_i − a = e_i,k − u_i − e_i,k+1, and the
+//     discipline (gain g_k, the same schedule 1, 1/2, … , 1/8 on every
+//     clock, the master included, since all start together) gives
+//     u_i ← (1 − g)·u_i + g·(e_i,k − e_i,k+1): |u| ≤ (1 − g)|u| + 2gε.
+//     The first estimate (g = 1, round 2) leaves |u| ≤ |e_set| + ε ≤
+//     DelayMax + ε; so with v = |u| − 2ε, v ≤ (DelayMax − ε)·Π(1 − g_j) =
+//     (DelayMax − ε)/k after k estimates: U_k = 2ε + (DelayMax − ε)/k.
+//  3. Between rounds two clocks part by at most 2ε + 2U_k. Sampling starts
+//     after round 3, when k ≥ 2: 2ε + 2(2ε + (DelayMax − ε)/2) =
+//     5ε + DelayMax. While corrections are being slewed, clocks move from
+//     their pre- to their post-correction positions at the same 500 ppm, so
+//     no intermediate value exceeds the larger of the two.
+//  4. Add 1 µs per clock for the microsecond rounding of ADJTIME.
+//
+// With 50–150 µs delays: ε = 50 µs, bound = 250 + 150 + 2 = 402 µs. The
+// typical spread is far lower (min-RTT selection makes the kept samples'
+// errors much smaller than ε); the bound is what must never be exceeded.
+func convergenceBound(c Config) time.Duration {
+	c = c.withDefaults()
+	eps := (c.DelayMax - c.DelayMin) / 2
+	return 5*eps + c.DelayMax + 2*time.Microsecond
+}
+
+func TestConvergenceWithinDerivedBound(t *testing.T) {
+	// Full 6 h runs where they are cheap; N = 50 with a fault over the
+	// first 90 minutes (the step fault strikes after one hour), to keep the
+	// race-detector run short.
+	cases := []Config{
+		{N: 10, Seed: 1}, {N: 10, Seed: 2}, {N: 10, Seed: 3},
+		{N: 10, Seed: 1, Fault: FaultDrift}, {N: 10, Seed: 2, Fault: FaultStep},
+		{N: 50, Seed: 1},
+		{N: 50, Seed: 2, Fault: FaultDrift, Duration: 90 * time.Minute},
+		{N: 50, Seed: 3, Fault: FaultStep, Duration: 90 * time.Minute},
+	}
+	for _, cfg := range cases {
+		if testing.Short() && cfg.N > 10 {
+			continue
+		}
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("N=%d fault=%v seed=%d", cfg.N, cfg.Fault, cfg.Seed)
+		b := convergenceBound(cfg)
+		if r.Max > b {
+			t.Errorf("%s: largest offset %v beyond the derived bound %v", name, r.Max, b)
+		}
+		if r.Lost != 0 || r.Refused != 0 {
+			t.Errorf("%s: %d corrections lost, %d refused", name, r.Lost, r.Refused)
+		}
+		d := cfg.withDefaults().Duration
+		if want := int((d - 3*time.Second) / (240 * time.Second)); r.Rounds < want || len(r.Spread) < int(d/time.Second)-4*240 {
+			t.Errorf("%s: %d rounds, %d samples", name, r.Rounds, len(r.Spread))
+		}
+		t.Logf("%s: p50 %v p99 %v max %v (bound %v), eps observed %v", name, r.P50, r.P99, r.Max, b, r.Eps)
+	}
+}
+
+// BSD-equivalent settings stay at the TEMPO paper's order of magnitude
+// (milliseconds to tens of milliseconds) in steady state.
+func TestBSDSettings(t *testing.T) {
+	r, err := Run(Config{N: 10, Seed: 1, BSD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.P50 < time.Millisecond || r.P50 > 100*time.Millisecond {
+		t.Fatalf("BSD settings: p50 %v", r.P50)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	cfg := Config{N: 10, Seed: 42, Duration: time.Hour}
+	a, _ := Run(cfg)
+	b, _ := Run(cfg)
+	if a.P50 != b.P50 || a.Max != b.Max || len(a.Spread) != len(b.Spread) {
+		t.Fatalf("two runs differ: %v/%v vs %v/%v", a.P50, a.Max, b.P50, b.Max)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	if _, err := Run(Config{N: 1}); err == nil {
+		t.Fatal("N = 1 accepted")
+	}
+	if _, err := Run(Config{DelayMin: time.Millisecond, DelayMax: time.Microsecond}); err == nil {
+		t.Fatal("DelayMax < DelayMin accepted")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	s := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if Percentile(s, 0.5) != 5 || Percentile(s, 0.99) != 10 || Percentile(s, 0) != 1 || Percentile(nil, 0.5) != 0 {
+		t.Fatal("percentiles")
+	}
+}
