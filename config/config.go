@@ -23,6 +23,8 @@ import (
 	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/timed-project/timed/election"
 )
 
 // DefaultPath is where the daemon looks for its file when --config is not
@@ -57,19 +59,10 @@ type Config struct {
 	MetricsListen string // host:port; empty = no metrics endpoint
 	Profile       string // bsd | fast: the defaults the timers start from
 
-	Timers Timers
-	Sync   Sync
-}
-
-// Timers are the protocol timers, BSD's values by default (facts §3).
-type Timers struct {
-	SyncInterval       time.Duration // master's round: measure, average, correct
-	ElectionTimeoutMin time.Duration // slave's election timer is drawn from [min, max]
-	ElectionTimeoutMax time.Duration
-	CandidateWait      time.Duration // a candidate's quiet time before it is master
-	AcceptWindow       time.Duration // after an ACCEPT, other candidates are refused
-	ConflictWindow     time.Duration // wait for a second MASTERACK at start-up
-	AckTimeout         time.Duration // first retransmission of a reliable send (then doubles)
+	// Election holds every protocol timer (and, once loaded, the name,
+	// master eligibility and trusted list) for the election machine.
+	Election election.Config
+	Sync     Sync
 }
 
 // Sync are the clock-synchronisation settings.
@@ -79,27 +72,12 @@ type Sync struct {
 	FrequencyDiscipline bool          // slaves correct their frequency, not only their offset
 }
 
-// Profiles of timer defaults. "fast" keeps BSD's proportions at a scale
-// where an election takes seconds, for tests and the demo.
-var profiles = map[string]Timers{
-	"bsd": {
-		SyncInterval:       240 * time.Second,
-		ElectionTimeoutMin: 360 * time.Second,
-		ElectionTimeoutMax: 900 * time.Second,
-		CandidateWait:      3 * time.Second,
-		AcceptWindow:       30 * time.Second,
-		ConflictWindow:     300 * time.Millisecond,
-		AckTimeout:         200 * time.Millisecond,
-	},
-	"fast": {
-		SyncInterval:       4 * time.Second,
-		ElectionTimeoutMin: 6 * time.Second,
-		ElectionTimeoutMax: 15 * time.Second,
-		CandidateWait:      1 * time.Second,
-		AcceptWindow:       3 * time.Second,
-		ConflictWindow:     300 * time.Millisecond,
-		AckTimeout:         100 * time.Millisecond,
-	},
+// profiles are the timer defaults a run starts from: BSD's values, or the
+// same protocol scaled down so an election takes a second or so (tests,
+// the demo, the docker-compose network). The election package owns both.
+var profiles = map[string]func(name string) election.Config{
+	"bsd":  election.DefaultConfig,
+	"fast": election.FastConfig,
 }
 
 // Error is a bad configuration value.
@@ -129,15 +107,29 @@ type durationKey struct {
 }
 
 var durationKeys = []durationKey{
-	{"sync-interval", "master's sync round", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Timers.SyncInterval }},
-	{"election-timeout-min", "lower end of the slave's election timer", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Timers.ElectionTimeoutMin }},
-	{"election-timeout-max", "upper end of the slave's election timer", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Timers.ElectionTimeoutMax }},
-	{"candidate-wait", "candidate's wait before it becomes master", 10 * time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Timers.CandidateWait }},
-	{"accept-window", "time a slave refuses other candidates after an ACCEPT", 10 * time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Timers.AcceptWindow }},
-	{"conflict-window", "wait for a second MASTERACK at start-up", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Timers.ConflictWindow }},
-	{"ack-timeout", "first retransmission delay of a reliable send (doubles, 5 tries)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Timers.AckTimeout }},
-	{"step-threshold", "corrections at or above are steps (SETTIME)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
-	{"max-step", "corrections above are refused", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
+	{"sync-interval", "master's sync round (BSD 240s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.SyncInterval }},
+	{"first-sync", "delay from becoming master to the first round (BSD 3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.FirstSync }},
+	{"election-timeout-min", "lower end of the slave's election timer (BSD 360s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMin }},
+	{"election-timeout-max", "upper end of the slave's election timer (BSD 900s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMax }},
+	{"fast-election", "own election after an untrusted master was suppressed (BSD 3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.FastElection }},
+	{"candidate-wait", "candidate's wait after the last ACCEPT before it is master (BSD 3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.CandidateWait }},
+	{"accept-window", "time a slave refuses other candidates after an ACCEPT (BSD 30s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.AcceptWindow }},
+	{"conflict-window", "wait for a second MASTERACK at start-up (BSD 300ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Election.ConflictWindow }},
+	{"no-master-wait", "wait in No Master before becoming master (3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.NoMasterWait }},
+	{"settime-guard", "a SLAVEUP this long after MASTERUP is answered with SETTIME at once (BSD 3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.SetTimeGuard }},
+	{"answer-delay", "upper bound of the random delay before answering a broadcast (BSD 100ms)", 0, time.Minute, func(c *Config) *time.Duration { return &c.Election.AnswerDelay }},
+	{"ack-timeout", "first retransmission delay of a reliable send; doubles for 5 copies (BSD 200ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return ackTimeout(c) }},
+	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
+	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
+}
+
+// ackTimeout is the first element of the retransmission schedule, the one
+// knob a sysadmin turns: the copies that follow double it, as acksend does.
+func ackTimeout(c *Config) *time.Duration {
+	if len(c.Election.Retransmit) == 0 {
+		c.Election.Retransmit = make([]time.Duration, 5)
+	}
+	return &c.Election.Retransmit[0]
 }
 
 // AddFlags registers every option on fs, BSD's short letters included.
@@ -205,12 +197,12 @@ func fromViper(v *viper.Viper) (*Config, error) {
 	}
 
 	c.Profile = v.GetString("profile")
-	timers, ok := profiles[c.Profile]
+	defaults, ok := profiles[c.Profile]
 	if !ok {
 		bad("profile", c.Profile, "bsd or fast", nil)
-		timers = profiles["bsd"]
+		defaults = election.DefaultConfig
 	}
-	c.Timers = timers
+	c.Election = defaults("")
 	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second}
 
 	c.MayBeMaster = getBool("master")
@@ -218,6 +210,7 @@ func fromViper(v *viper.Viper) (*Config, error) {
 	if len(c.Trusted) > 0 {
 		c.MayBeMaster = true // BSD: -F implies -M
 	}
+	c.Election.MayBeMaster, c.Election.Trusted = c.MayBeMaster, c.Trusted
 	c.Networks = prefixes(v, "networks", bad)
 	c.IgnoreNetworks = prefixes(v, "ignore-networks", bad)
 	if len(c.Networks) > 0 && len(c.IgnoreNetworks) > 0 {
@@ -284,17 +277,34 @@ func fromViper(v *viper.Viper) (*Config, error) {
 		}
 		*k.field(c) = d
 	}
-	if c.Timers.ElectionTimeoutMin > c.Timers.ElectionTimeoutMax {
-		bad("election-timeout-min", c.Timers.ElectionTimeoutMin.String(),
-			"at most election-timeout-max ("+c.Timers.ElectionTimeoutMax.String()+")", nil)
+	for i := 1; i < len(c.Election.Retransmit); i++ {
+		c.Election.Retransmit[i] = 2 * c.Election.Retransmit[i-1]
 	}
-	if c.Timers.ElectionTimeoutMin <= c.Timers.SyncInterval {
+	e := &c.Election
+	if e.ElectionMin > e.ElectionMax {
+		bad("election-timeout-min", e.ElectionMin.String(), "at most election-timeout-max ("+e.ElectionMax.String()+")", nil)
+	}
+	if e.ElectionMin <= e.SyncInterval {
 		// TEMPO: a slave must hear at least one round before it suspects the master.
-		bad("election-timeout-min", c.Timers.ElectionTimeoutMin.String(),
-			"more than sync-interval ("+c.Timers.SyncInterval.String()+")", nil)
+		bad("election-timeout-min", e.ElectionMin.String(), "more than sync-interval ("+e.SyncInterval.String()+")", nil)
+	}
+	if e.AcceptWindow >= e.ElectionMin {
+		bad("accept-window", e.AcceptWindow.String(), "less than election-timeout-min ("+e.ElectionMin.String()+")", nil)
+	}
+	if e.AnswerDelay >= e.CandidateWait {
+		bad("answer-delay", e.AnswerDelay.String(), "less than candidate-wait ("+e.CandidateWait.String()+")", nil)
 	}
 	if c.Sync.StepThreshold > c.Sync.MaxStep {
 		bad("step-threshold", c.Sync.StepThreshold.String(), "at most max-step ("+c.Sync.MaxStep.String()+")", nil)
+	}
+	if len(errs) == 0 {
+		// The election package has the last word on its own invariants;
+		// the name is the daemon's to fill in, so check with a stand-in.
+		e := c.Election
+		e.Name = "config-check"
+		if err := e.Validate(); err != nil {
+			bad("timers", "", "values the election accepts", err)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

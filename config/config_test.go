@@ -5,11 +5,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/timed-project/timed/election"
 )
 
 // load parses args as the daemon would and loads with the given file
@@ -46,10 +49,10 @@ func TestDefaultsAreBSD(t *testing.T) {
 	if c.Port != 525 || c.MayBeMaster || c.Clock != "system" || c.LogFormat != "text" {
 		t.Fatalf("defaults: %+v", c)
 	}
-	want := Timers{240 * time.Second, 360 * time.Second, 900 * time.Second, 3 * time.Second,
-		30 * time.Second, 300 * time.Millisecond, 200 * time.Millisecond}
-	if c.Timers != want {
-		t.Fatalf("timers %+v, want BSD's %+v", c.Timers, want)
+	want := election.DefaultConfig("")
+	want.MayBeMaster = false
+	if !reflect.DeepEqual(c.Election, want) {
+		t.Fatalf("timers %+v, want BSD's %+v", c.Election, want)
 	}
 	if c.Sync.StepThreshold != 20*time.Second || c.Sync.MaxStep != 1000*time.Second || !c.Sync.FrequencyDiscipline {
 		t.Fatalf("sync %+v", c.Sync)
@@ -67,14 +70,14 @@ func TestPrecedence(t *testing.T) {
 	if c.Port != 3525 {
 		t.Errorf("port %d: flag must win over env and file", c.Port)
 	}
-	if c.Timers.SyncInterval != 90*time.Second {
-		t.Errorf("sync-interval %v: env must win over file", c.Timers.SyncInterval)
+	if c.Election.SyncInterval != 90*time.Second {
+		t.Errorf("sync-interval %v: env must win over file", c.Election.SyncInterval)
 	}
-	if c.LogFormat != "json" || c.Timers.CandidateWait != 2*time.Second {
-		t.Errorf("file values not used: %q %v", c.LogFormat, c.Timers.CandidateWait)
+	if c.LogFormat != "json" || c.Election.CandidateWait != 2*time.Second {
+		t.Errorf("file values not used: %q %v", c.LogFormat, c.Election.CandidateWait)
 	}
-	if c.Timers.AcceptWindow != 30*time.Second {
-		t.Errorf("accept-window %v: default must remain", c.Timers.AcceptWindow)
+	if c.Election.AcceptWindow != 30*time.Second {
+		t.Errorf("accept-window %v: default must remain", c.Election.AcceptWindow)
 	}
 	sources := map[string]string{}
 	for _, s := range Effective(fs, c) {
@@ -112,8 +115,16 @@ func TestFastProfileOverridable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Timers.SyncInterval != 2*time.Second || c.Timers.ElectionTimeoutMin != profiles["fast"].ElectionTimeoutMin {
-		t.Fatalf("fast profile: %+v", c.Timers)
+	fast := election.FastConfig("")
+	if c.Election.SyncInterval != 2*time.Second || c.Election.ElectionMin != fast.ElectionMin || c.Election.CandidateWait != fast.CandidateWait {
+		t.Fatalf("fast profile: %+v", c.Election)
+	}
+	c, _, err = load(t, "", "--ack-timeout", "50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Election.Retransmit; len(r) != 5 || r[0] != 50*time.Millisecond || r[4] != 800*time.Millisecond {
+		t.Fatalf("ack-timeout 50ms: schedule %v, want 50ms doubling to 800ms", r)
 	}
 }
 
@@ -125,7 +136,7 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 	}{
 		{[]string{"--port", "70000"}, "", `invalid port "70000": accepted: an integer from 1 to 65535`},
 		{[]string{"--sync-interval", "soon"}, "", `invalid sync-interval "soon": accepted: a Go duration from 100ms to 24h0m0s`},
-		{[]string{"--candidate-wait", "2h"}, "", `invalid candidate-wait "2h": accepted: a Go duration from 10ms to 1h0m0s`},
+		{[]string{"--candidate-wait", "2h"}, "", `invalid candidate-wait "2h": accepted: a Go duration from 1ms to 1h0m0s`},
 		{[]string{"-n", "192.0.2.0/24", "-i", "198.51.100.0/24"}, "", "not both"},
 		{[]string{"-n", "2001:db8::/32"}, "", "TSP is IPv4 only"},
 		{[]string{"--log-level", "loud"}, "", `invalid log-level "loud"`},
@@ -182,5 +193,28 @@ func TestShippedExampleLoads(t *testing.T) {
 	}
 	if !c.MayBeMaster || c.Port != 525 || c.Clock != "system" {
 		t.Fatalf("example loaded as %+v", c)
+	}
+}
+
+func TestEveryTimerHasAFlag(t *testing.T) {
+	fs := pflag.NewFlagSet("timed", pflag.ContinueOnError)
+	AddFlags(fs)
+	for _, k := range durationKeys {
+		if fs.Lookup(k.key) == nil {
+			t.Errorf("no flag --%s", k.key)
+		}
+	}
+	// Each flag lands in its own field: set them all to distinct values.
+	c := &Config{}
+	for i, k := range durationKeys {
+		*k.field(c) = time.Duration(i+1) * time.Second
+	}
+	seen := map[time.Duration]string{}
+	for _, k := range durationKeys {
+		d := *k.field(c)
+		if other, dup := seen[d]; dup {
+			t.Errorf("--%s and --%s write the same field", k.key, other)
+		}
+		seen[d] = k.key
 	}
 }
