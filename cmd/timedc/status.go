@@ -51,7 +51,11 @@ func printStatus(o *options, s *control.Status) error {
 		fmt.Fprintf(&b, ", last took %s", secs(s.LastElection))
 	}
 	for _, n := range s.Networks {
-		fmt.Fprintf(&b, "\nnetwork %s %s %s broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
+		if n.Interface == "" {
+			fmt.Fprintf(&b, "\nnetwork: peers, listening on %s", n.Address)
+			continue
+		}
+		fmt.Fprintf(&b, "\nnetwork %s: %s on %s, broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
 	}
 	b.WriteString("\n")
 	if _, err := fmt.Fprint(o.out, b.String()); err != nil {

@@ -1,0 +1,231 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/timed-project/timed/timed/control"
+)
+
+var fiveOffsets = []time.Duration{-2 * time.Second, -700 * time.Millisecond, 0, 900 * time.Millisecond, 2 * time.Second}
+
+// TestOneMasterElected: five daemons that may all be master settle on
+// exactly one, and every other daemon follows it.
+func TestOneMasterElected(t *testing.T) {
+	c := newCluster(t, fiveOffsets, func(int) []string { return []string{"-M"} })
+	m := c.awaitOneMaster()
+	st, err := c.status(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.await("master lists its four slaves", 3*syncInterval+5*time.Second, func() (bool, string) {
+		st, err = c.status(m)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(st.Slaves) == 4, fmt.Sprintf("%d slaves", len(st.Slaves))
+	})
+}
+
+// TestClocksConverge: simulated clocks up to ±2 s apart end within a
+// bound of each other. The bound: probe measurements on loopback err by
+// RTT/2 (tens of µs, milliseconds on a loaded machine), drifts of at most
+// 20 ppm add 20 µs per 1 s round, and each host steps whatever it could
+// not slew in a round. 20 ms (the TEMPO paper's figure) leaves a wide
+// margin; the e2e suite and `make bench` report the real figures.
+func TestClocksConverge(t *testing.T) {
+	c := newCluster(t, fiveOffsets, func(int) []string { return []string{"-M"} })
+	c.awaitOneMaster()
+	const bound = 20 * time.Millisecond
+	c.await("clocks within 20 ms", 10*syncInterval+10*time.Second, func() (bool, string) {
+		st, err := c.statuses()
+		if err != nil {
+			return false, err.Error()
+		}
+		lo, hi := 1e9, -1e9
+		for _, s := range st {
+			lo, hi = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs)
+		}
+		spread := time.Duration((hi - lo) * 1e9)
+		return spread < bound, fmt.Sprintf("largest pairwise offset %v", spread)
+	})
+}
+
+// TestMasterCrashAndReturn: kill -9 of the master leaves the others to
+// elect a new one; the old master, restarted, comes back as a slave and
+// never as a second master.
+func TestMasterCrashAndReturn(t *testing.T) {
+	c := newCluster(t, fiveOffsets[:4], func(int) []string { return []string{"-M"} })
+	old := c.awaitOneMaster()
+	c.kill(old, syscall.SIGKILL)
+	next := c.awaitOneMaster(old)
+	if next == old {
+		t.Fatal("the killed master is still master")
+	}
+	c.start(old)
+	c.await(old.name+" rejoins as a slave of "+next.name, electionBound, func() (bool, string) {
+		m, why := c.oneMaster()
+		return m == next, why
+	})
+	// Never a second master while it settles in: watch three sync rounds.
+	watchUntil := time.Now().Add(3 * syncInterval)
+	for time.Now().Before(watchUntil) {
+		if m, why := c.oneMaster(); m != next {
+			t.Fatalf("after the old master returned: %s", why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestNonMasterNeverMaster: daemons without -M stay slaves (or keep
+// polling) and follow the one that may be master.
+func TestNonMasterNeverMaster(t *testing.T) {
+	c := newCluster(t, fiveOffsets[:3], func(i int) []string {
+		if i == 1 {
+			return []string{"-M"}
+		}
+		return nil
+	})
+	if m := c.awaitOneMaster(); m != c.nodes[1] {
+		t.Fatalf("master is %s, but only %s may be master", m.name, c.nodes[1].name)
+	}
+}
+
+// TestTimedcCommands runs every timedc command against live daemons.
+func TestTimedcCommands(t *testing.T) {
+	c := newCluster(t, fiveOffsets[:3], func(int) []string { return []string{"-M"} })
+	m := c.awaitOneMaster()
+	var slave *node
+	for _, n := range c.nodes {
+		if n != m {
+			slave = n
+		}
+	}
+	addr := func(n *node) string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+	out, err := timedc(t, "msite", addr(slave), addr(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*node{slave, m} {
+		if want := fmt.Sprintf("master timedaemon at %s is %s", addr(n), m.name); !strings.Contains(out, want) {
+			t.Errorf("msite output %q lacks %q", out, want)
+		}
+	}
+
+	out, err = timedc(t, "--json", "status", "--control-socket", slave.socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st control.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.State != "slave" || st.Master == nil || st.Master.Name != m.name {
+		t.Fatalf("status --json: %v %+v", err, st)
+	}
+	if out, err = timedc(t, "status", "--control-socket", m.socket()); err != nil || !strings.Contains(out, m.name+" is master") {
+		t.Fatalf("status table: %q %v", out, err)
+	}
+
+	if out, err = timedc(t, "trace", "on", addr(slave)); err != nil || strings.TrimSpace(out) != "timed tracing enabled" {
+		t.Fatalf("trace on: %q %v", out, err)
+	}
+	if s, _ := c.status(slave); !s.Trace {
+		t.Fatal("trace on did not turn tracing on")
+	}
+	if out, err = timedc(t, "trace", "off", addr(slave)); err != nil || strings.TrimSpace(out) != "timed tracing disabled" {
+		t.Fatalf("trace off: %q %v", out, err)
+	}
+
+	// election on the master: BSD's TEST makes a master run a sync round
+	// now; on a slave it starts an election, after which one master
+	// remains.
+	before, _ := c.status(slave)
+	if _, err = timedc(t, "election", addr(slave)); err != nil {
+		t.Fatal(err)
+	}
+	c.await("an election after timedc election", electionBound, func() (bool, string) {
+		s, err := c.status(slave)
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Elections > before.Elections, fmt.Sprintf("elections seen %d", s.Elections)
+	})
+	c.awaitOneMaster()
+
+	// clockdiff measures the daemon's simulated clock against this host's
+	// kernel clock, so it must agree with the offset the daemon reports
+	// (both move by at most 20 ppm × the second between the two reads).
+	out, err = timedc(t, "--json", "clockdiff", addr(slave))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diff []struct {
+		Offset float64 `json:"offset_seconds"`
+		Bound  float64 `json:"error_bound_seconds"`
+		Method string  `json:"method"`
+	}
+	if err := json.Unmarshal([]byte(out), &diff); err != nil || len(diff) != 1 || diff[0].Method != "probe" {
+		t.Fatalf("clockdiff --json: %q %v", out, err)
+	}
+	if s, err := c.status(slave); err != nil {
+		t.Fatal(err)
+	} else if d := time.Duration((diff[0].Offset - s.OffsetSecs) * 1e9); d.Abs() > time.Millisecond {
+		t.Fatalf("clockdiff says %.6f s, the daemon's clock is %.6f s off: %v apart", diff[0].Offset, s.OffsetSecs, d)
+	}
+
+	if _, err := timedc(t, "--timeout", "300ms", "msite", "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("msite to nobody: %v", err)
+	}
+}
+
+// TestSigtermStopsQuickly: SIGTERM stops a daemon within a second and
+// removes its control socket.
+func TestSigtermStopsQuickly(t *testing.T) {
+	c := newCluster(t, fiveOffsets[:1], func(int) []string { return []string{"-M"} })
+	n := c.nodes[0]
+	c.await("control socket up", 10*time.Second, func() (bool, string) {
+		_, err := c.status(n)
+		return err == nil, fmt.Sprint(err)
+	})
+	start := time.Now()
+	c.kill(n, syscall.SIGTERM)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("SIGTERM took %v", took)
+	}
+	if code := n.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	if _, err := c.status(n); err == nil {
+		t.Fatal("control socket still answers after exit")
+	}
+}
+
+// TestBadConfiguration: start-up fails with one clear line naming the key.
+func TestBadConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--port", "70000"}, `invalid port "70000"`},
+		{[]string{"--sync-interval", "often"}, `invalid sync-interval "often"`},
+		{[]string{"-n", "192.0.2.0/24", "-i", "198.51.100.0/24"}, "not both"},
+		{[]string{"--clock", "sim:offset=lots"}, "offset"},
+		{[]string{"--peers", "127.0.0.1:1", "--interfaces", `GetAllInterfaces | include "name" "^lo$"`}, "peers"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+	} {
+		cmd := exec.Command(timedBin, append(tc.args, "--control-socket", t.TempDir()+"/s.sock")...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%v: started", tc.args)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) || !strings.HasPrefix(string(out), "timed: ") {
+			t.Errorf("%v: output %q, want a timed: line containing %q", tc.args, out, tc.want)
+		}
+	}
+}

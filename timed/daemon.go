@@ -1,0 +1,309 @@
+package timed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/config"
+	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/timed/control"
+	"github.com/timed-project/timed/tsp"
+)
+
+// Daemon is one running timed.
+type Daemon struct {
+	cfg      *config.Config
+	log      *logrus.Logger
+	hostname string
+	tr       *tsp.Transport
+	network  tsp.Network // the network the election runs on
+	m        *election.Machine
+	clock    clocksync.Clock
+	applier  *clocksync.Applier
+	probe    *clocksync.ProbeClient
+	respond  *clocksync.ProbeResponder
+	measurer clocksync.Measurer
+	icmp     *clocksync.ICMPMeasurer // nil without CAP_NET_RAW
+	ctl      *control.Server
+	metrics  *metrics
+
+	timers   map[election.TimerID]*timerEntry
+	timerCh  chan timerFire
+	syncCh   chan syncDone
+	ctlCh    chan ctlCall
+	reloadCh chan reloadCall
+	callCh   chan func() // closures scheduled with after, run by the loop
+
+	// roundCtx is cancelled at shutdown, ending measurements in flight;
+	// rounds counts them so that Run returns only when all are done.
+	roundCtx    context.Context
+	cancelRound context.CancelFunc
+	rounds      sync.WaitGroup
+
+	st   status             // what `timedc status` shows; owned by the loop
+	quit context.CancelFunc // ends Run (control socket's quit)
+}
+
+// Options are what a caller may supply instead of the defaults.
+type Options struct {
+	// Clock overrides the clock named by the configuration (tests).
+	Clock clocksync.Clock
+	// Seed seeds the election's randomness; 0 draws one.
+	Seed uint64
+}
+
+// New builds a daemon from its configuration: it opens the transport and
+// the control socket, so the errors a sysadmin must act on (privileged
+// port, socket directory, bad clock) come from here, before Run.
+func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err error) {
+	d := &Daemon{
+		cfg:      cfg,
+		log:      log,
+		timers:   map[election.TimerID]*timerEntry{},
+		timerCh:  make(chan timerFire, 16),
+		syncCh:   make(chan syncDone, 1),
+		ctlCh:    make(chan ctlCall),
+		reloadCh: make(chan reloadCall),
+		callCh:   make(chan func(), 16),
+	}
+	defer func() {
+		if err != nil {
+			d.closeResources()
+		}
+	}()
+	d.hostname = cfg.Hostname
+	if d.hostname == "" {
+		if d.hostname, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("host name: %w (set --hostname)", err)
+		}
+	}
+	d.hostname = tsp.TruncateName(d.hostname)
+
+	d.clock = opt.Clock
+	if d.clock == nil {
+		if d.clock, err = clocksync.ParseClock(cfg.Clock, nil); err != nil {
+			return nil, fmt.Errorf("clock: %w", err)
+		}
+	}
+	if cfg.Clock == "system" {
+		// Fail at start-up, not at the first correction, when the clock
+		// cannot be disciplined.
+		if err := d.clock.Adjust(0); err != nil {
+			return nil, fmt.Errorf("clock %s: %w", cfg.Clock, err)
+		}
+	}
+	d.applier = &clocksync.Applier{Clock: d.clock, StepThreshold: localStepThreshold(cfg), MaxStep: cfg.Sync.MaxStep, Log: log}
+	if cfg.Sync.FrequencyDiscipline {
+		// A baseline of most of a round: corrections closer together (a
+		// retransmitted ADJTIME, a forced round) say little about the rate.
+		dc := clocksync.DisciplineConfig{MinInterval: cfg.Election.SyncInterval * 3 / 4}
+		if st, err := d.clock.State(); err == nil {
+			dc.InitialPPM = st.FrequencyPPM // keep what the kernel has learnt
+		}
+		d.applier.Discipline = clocksync.NewDiscipline(dc)
+	}
+
+	peers, err := resolvePeers(cfg.Peers)
+	if err != nil {
+		return nil, err
+	}
+	d.tr, err = tsp.Listen(tsp.TransportConfig{
+		Port:       cfg.Port,
+		Interfaces: cfg.Interfaces,
+		UseOnly:    cfg.Networks,
+		Ignore:     cfg.IgnoreNetworks,
+		Peers:      peers,
+		Hostname:   d.hostname,
+		Logger:     log.WithField("component", "tsp"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	nets := d.tr.Networks()
+	d.network = nets[0]
+	for _, n := range nets[1:] {
+		// One election machine serves one network; BSD's submaster role
+		// across several is not built yet.
+		log.WithField("network", n.String()).Warn("serving only the first network; ignoring this one")
+	}
+
+	ecfg := cfg.Election
+	ecfg.Name = d.hostname
+	ecfg.Network = d.network.String()
+	seed := opt.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	if d.m, err = election.New(ecfg, rand.New(rand.NewPCG(seed, seed^0x5eed))); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
+	}
+
+	d.probe = clocksync.NewProbeClient(extSender{d.tr}, d.clock, d.hostname, clocksync.ProbeConfig{})
+	d.respond = clocksync.NewProbeResponder(d.clock, d.hostname)
+	d.measurer = d.probe
+	if icmp, err := clocksync.NewICMPMeasurer(d.clock, clocksync.ICMPConfig{}); err == nil {
+		d.icmp = icmp
+		d.measurer = fallbackMeasurer{probe: d.probe, icmp: icmp, ours: &sync.Map{}}
+	} else {
+		log.WithError(err).Info("ICMP timestamps unavailable: only daemons answering the probe can be measured")
+	}
+
+	if cfg.ControlSocket != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.ControlSocket), 0o750); err != nil {
+			return nil, fmt.Errorf("control socket directory: %w", err)
+		}
+		if d.ctl, err = control.Listen(cfg.ControlSocket, d.handleControl); err != nil {
+			return nil, err
+		}
+	}
+	if d.metrics, err = newMetrics(cfg.MetricsListen, d); err != nil {
+		return nil, err
+	}
+	d.roundCtx, d.cancelRound = context.WithCancel(context.Background())
+	d.st.init(d)
+	return d, nil
+}
+
+// localStepThreshold is where this host steps its clock instead of
+// slewing: at the configured step threshold (BSD 20 s), or sooner when a
+// slew at adjtime's 500 ppm could not finish before the next round: the
+// next correction would replace it unfinished, round after round, and the
+// clock would never catch up (240 s rounds slew at most 120 ms).
+func localStepThreshold(cfg *config.Config) time.Duration {
+	slewable := time.Duration(float64(cfg.Election.SyncInterval) * clocksync.MaxSlewPPM / 1e6)
+	return max(min(cfg.Sync.StepThreshold, slewable), time.Microsecond)
+}
+
+// resolvePeers turns host:port strings into addresses, once, at start-up.
+func resolvePeers(list []string) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	for _, p := range list {
+		ua, err := net.ResolveUDPAddr("udp4", p)
+		if err != nil {
+			return nil, fmt.Errorf("peers: %s: %w", p, err)
+		}
+		out = append(out, ua.AddrPort())
+	}
+	return out, nil
+}
+
+// Hostname is the name the daemon sends in its packets.
+func (d *Daemon) Hostname() string { return d.hostname }
+
+// LocalAddr is the transport's bound address (its port, for tests that
+// listen on a kernel-chosen one).
+func (d *Daemon) LocalAddr() netip.AddrPort { return d.tr.LocalAddr() }
+
+// closeResources releases what New opened; safe on a half-built daemon.
+func (d *Daemon) closeResources() {
+	var errs []error
+	if d.metrics != nil {
+		errs = append(errs, d.metrics.close())
+	}
+	if d.ctl != nil {
+		errs = append(errs, d.ctl.Close())
+	}
+	if d.tr != nil {
+		errs = append(errs, d.tr.Close())
+	}
+	if d.icmp != nil {
+		errs = append(errs, d.icmp.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		d.log.WithError(err).Warn("closing")
+	}
+}
+
+// extSender lets the probe client send through the transport.
+type extSender struct{ tr *tsp.Transport }
+
+func (s extSender) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error { return s.tr.SendExt(&p, to) }
+
+// fallbackMeasurer asks with the probe first (our daemons answer it with
+// nanosecond stamps) and falls back to ICMP timestamps (BSD daemons, ms)
+// only for hosts that have never answered a probe: ICMP is answered by the
+// kernel, which for one of our daemons on a simulated clock (or after a
+// probe merely got lost) is not the clock being synchronised.
+type fallbackMeasurer struct {
+	probe, icmp clocksync.Measurer
+	ours        *sync.Map // netip.AddrPort → struct{}: hosts that answered a probe
+}
+
+func (f fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (clocksync.Measurement, error) {
+	m, err := f.probe.Measure(ctx, host)
+	if err == nil {
+		f.ours.Store(host, struct{}{})
+		return m, nil
+	}
+	if _, ours := f.ours.Load(host); ours || ctx.Err() != nil {
+		return m, err
+	}
+	m, ierr := f.icmp.Measure(ctx, host)
+	if ierr != nil {
+		return m, fmt.Errorf("probe: %w; icmp: %w", err, ierr)
+	}
+	return m, nil
+}
+
+// Run runs the daemon until ctx is cancelled, then stops within a second:
+// it tells the machine to stop, ends measurements in flight and closes the
+// sockets.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.closeResources()
+	ctx, d.quit = context.WithCancel(ctx)
+	defer d.quit()
+	d.log.WithFields(logrus.Fields{"name": d.hostname, "network": d.network.String(), "addr": d.tr.LocalAddr().String(),
+		"clock": d.cfg.Clock, "master": d.cfg.MayBeMaster}).Info("timed starting")
+	d.step(election.Start{}, time.Time{})
+	notifyReady(d)
+	watchdog := newWatchdog()
+	defer watchdog.Stop()
+	packets := d.tr.Packets()
+	for {
+		select {
+		case <-ctx.Done():
+			d.shutdown()
+			return nil
+		case r, ok := <-packets:
+			if !ok {
+				d.shutdown()
+				return errors.New("transport closed")
+			}
+			d.receive(r)
+		case f := <-d.timerCh:
+			d.fire(f)
+		case s := <-d.syncCh:
+			d.syncFinished(s)
+		case c := <-d.ctlCh:
+			c.reply <- d.control(c.req)
+		case fn := <-d.callCh:
+			fn()
+		case r := <-d.reloadCh:
+			r.reply <- d.reload(r.cfg)
+		case <-watchdog.C():
+			notifyWatchdog(d)
+		}
+	}
+}
+
+func (d *Daemon) shutdown() {
+	notifyStopping()
+	d.step(election.Stop{}, time.Time{})
+	for id := range d.timers {
+		d.cancelTimer(id)
+	}
+	d.cancelRound()
+	d.rounds.Wait()
+	d.log.Info("timed stopped")
+}

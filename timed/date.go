@@ -1,0 +1,133 @@
+package timed
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/tsp"
+)
+
+// The date path (facts §4): date(1) sends SETDATE to its local timed; a
+// master changes the network's time, a slave asks its master with
+// SETDATEREQ and confirms with DATEACK once the master has. What to do is
+// clocksync.DecideDate's call; this file carries it out.
+
+// dateForward is a SETDATEREQ this slave sent to its master on behalf of a
+// local SETDATE, waiting for the master's DATEACK.
+type dateForward struct {
+	requester netip.AddrPort
+	reqSeq    uint16
+	tries     int
+	pkt       tsp.Packet
+	to        netip.AddrPort
+}
+
+func (d *Daemon) datePacket(p tsp.Packet, r tsp.Received) {
+	if p.Type == tsp.DateAck {
+		d.dateAcked(p)
+		return
+	}
+	role := clocksync.DateNoMaster
+	switch d.m.State() {
+	case election.Master:
+		role = clocksync.DateMaster
+	case election.Slave, election.Accept:
+		role = clocksync.DateSlave
+	}
+	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(),
+		Queued: time.Since(r.At), Trusted: d.trusted(p.Name)}
+	if p.Type == tsp.SetDateReq {
+		req.KnownSlave = d.m.IsSlave(p.Name)
+		req.NewSeq = d.st.dateSeq[p.Name] != p.Seq || !d.st.dateSeqSeen[p.Name]
+	}
+	dec := clocksync.DecideDate(role, req, d.clock.Now(), d.cfg.Sync.StepThreshold)
+	log := d.log.WithFields(logrus.Fields{"type": p.Type.String(), "from": p.Name, "addr": r.From.String()})
+	if dec.LogUntrusted {
+		log.Warn("date change from an untrusted host refused")
+	}
+	if dec.Ignore {
+		log.WithField("reason", dec.Reason).Info("date request ignored")
+		if dec.SpreadTime {
+			d.spreadTime()
+		}
+		return
+	}
+	if p.Type == tsp.SetDateReq {
+		d.st.dateSeq[p.Name], d.st.dateSeqSeen[p.Name] = p.Seq, true
+	}
+	log = log.WithField("to", dec.Target.UTC().Format(time.RFC3339Nano))
+	if dec.DateAck {
+		d.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: p.Seq, Name: d.hostname}, To: r.From})
+	}
+	switch {
+	case dec.Step:
+		log.Info("date changed: stepping the network")
+		d.applySetTime(dec.Target, 0, p.Name)
+		d.st.dictate = dec.Dictate
+		d.spreadTime()
+	case dec.Slew != 0 || dec.Dictate > 0:
+		log.Info("date changed: slewing the network")
+		d.applyAdjust(dec.Slew, p.Name)
+		d.st.dictate = dec.Dictate
+		d.step(election.ForceElection{}, time.Time{}) // a master's TEST: sync now
+	case dec.ForwardReq:
+		m, ok := d.m.Master()
+		if !ok {
+			log.Info("date request dropped: no master known")
+			return
+		}
+		tv, err := tsp.TimeTimeval(dec.Target)
+		if err != nil {
+			log.WithError(err).Warn("date request dropped")
+			return
+		}
+		d.st.dateSeqNext++
+		f := &dateForward{requester: r.From, reqSeq: p.Seq, to: m.Addr,
+			pkt: tsp.Packet{Type: tsp.SetDateReq, Version: tsp.Version, Seq: d.st.dateSeqNext, Time: tv, Name: d.hostname}}
+		d.st.dateForwards[f.pkt.Seq] = f
+		log.WithField("master", m.Name).Info("date request forwarded to the master")
+		d.forwardDate(f)
+	}
+}
+
+// forwardDate sends (or resends) a SETDATEREQ on acksend's schedule.
+func (d *Daemon) forwardDate(f *dateForward) {
+	sched := d.cfg.Election.Retransmit
+	if f.tries >= len(sched) {
+		delete(d.st.dateForwards, f.pkt.Seq)
+		d.log.WithField("to", f.to.String()).Warn("master did not confirm the date change")
+		return
+	}
+	d.send(election.Send{Packet: f.pkt, To: f.to, Reliable: true})
+	wait := sched[f.tries]
+	f.tries++
+	d.after(wait, func() {
+		if d.st.dateForwards[f.pkt.Seq] == f {
+			d.forwardDate(f)
+		}
+	})
+}
+
+// dateAcked: the master confirmed our SETDATEREQ; confirm to date(1).
+func (d *Daemon) dateAcked(p tsp.Packet) {
+	f, ok := d.st.dateForwards[p.Seq]
+	if !ok {
+		return
+	}
+	delete(d.st.dateForwards, p.Seq)
+	d.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: f.reqSeq, Name: d.hostname}, To: f.requester})
+}
+
+// spreadTime re-asserts the master's time on every slave (BSD spreadtime):
+// the next round's corrections follow the master alone, and it runs now.
+func (d *Daemon) spreadTime() {
+	if d.m.State() != election.Master {
+		return
+	}
+	d.st.dictate = max(d.st.dictate, 1)
+	d.step(election.ForceElection{}, time.Time{})
+}

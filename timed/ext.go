@@ -1,0 +1,30 @@
+package timed
+
+import (
+	"time"
+
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/tsp"
+)
+
+// receiveExt handles our version-2 extensions: clock probes are answered
+// at once (their timestamps are backdated to the kernel's arrival stamp,
+// so time spent queued here does not count), replies go to the prober.
+func (d *Daemon) receiveExt(r tsp.Received) {
+	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, Waited: time.Since(r.At)}
+	switch r.Ext.Kind {
+	case tsp.ExtProbe:
+		reply, err := d.respond.Reply(dg)
+		if err != nil {
+			d.log.WithError(err).WithField("from", r.From.String()).Debug("bad probe")
+			return
+		}
+		if err := d.tr.SendExt(&reply, r.From); err != nil {
+			d.log.WithError(err).Debug("probe reply not sent")
+		}
+	case tsp.ExtProbeReply:
+		d.probe.Deliver(dg)
+	default:
+		d.log.WithField("kind", r.Ext.Kind.String()).WithField("from", r.From.String()).Debug("dropped: extension not served")
+	}
+}

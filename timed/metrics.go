@@ -1,0 +1,158 @@
+package timed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/tsp"
+)
+
+// metrics are the Prometheus metrics, served only when --metrics-listen is
+// set. A nil *metrics is valid and does nothing, so the loop never checks.
+// The loop sets the gauges and counters; the packet counters are read from
+// the transport at scrape time.
+type metrics struct {
+	srv         *http.Server
+	state       *prometheus.GaugeVec
+	elections   prometheus.Counter
+	corrections *prometheus.CounterVec
+	correction  prometheus.Gauge
+	frequency   prometheus.Gauge
+	slaveOffset *prometheus.GaugeVec
+	networkOff  prometheus.Gauge
+	rounds      prometheus.Counter
+}
+
+func newMetrics(listen string, d *Daemon) (*metrics, error) {
+	if listen == "" {
+		return nil, nil
+	}
+	reg := prometheus.NewRegistry()
+	m := &metrics{
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "timed_state",
+			Help: "1 for the election state the daemon is in, 0 for the others."}, []string{"state"}),
+		elections: prometheus.NewCounter(prometheus.CounterOpts{Name: "timed_elections_total",
+			Help: "Elections this daemon took part in or saw."}),
+		corrections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timed_corrections_total",
+			Help: "Corrections applied to the local clock, by action."}, []string{"action"}),
+		correction: prometheus.NewGauge(prometheus.GaugeOpts{Name: "timed_offset_seconds",
+			Help: "The last correction applied to the local clock: how far it was from the network time."}),
+		frequency: prometheus.NewGauge(prometheus.GaugeOpts{Name: "timed_frequency_ppm",
+			Help: "Frequency correction of the local clock."}),
+		slaveOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "timed_slave_offset_seconds",
+			Help: "Master only: each slave's measured offset (slave minus master)."}, []string{"slave"}),
+		networkOff: prometheus.NewGauge(prometheus.GaugeOpts{Name: "timed_network_offset_seconds",
+			Help: "Master only: the network time minus the master's clock, last round."}),
+		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "timed_sync_rounds_total",
+			Help: "Master only: sync rounds measured."}),
+	}
+	reg.MustRegister(m.state, m.elections, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
+		transportCollector{d.tr}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics-listen %s: %w", listen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.WithError(err).Error("metrics server stopped")
+		}
+	}()
+	return m, nil
+}
+
+func (m *metrics) close() error {
+	if m == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	return m.srv.Shutdown(ctx)
+}
+
+func (m *metrics) setState(s election.State) {
+	if m == nil {
+		return
+	}
+	m.state.Reset()
+	m.state.WithLabelValues(s.String()).Set(1)
+}
+
+func (m *metrics) electionSeen() {
+	if m != nil {
+		m.elections.Inc()
+	}
+}
+
+func (m *metrics) corrected(a clocksync.Applied) {
+	if m == nil {
+		return
+	}
+	m.corrections.WithLabelValues(a.Action.String()).Inc()
+	m.correction.Set(a.By.Seconds())
+	if a.FreqChanged {
+		m.frequency.Set(a.FrequencyPPM)
+	}
+}
+
+func (m *metrics) roundMeasured(s syncDone) {
+	if m == nil {
+		return
+	}
+	m.rounds.Inc()
+	m.networkOff.Set(s.network.Offset.Seconds())
+	m.slaveOffset.Reset()
+	for i, r := range s.measured {
+		if r.Err == nil {
+			m.slaveOffset.WithLabelValues(s.slaves[i].Name).Set(r.Offset.Seconds())
+		}
+	}
+}
+
+// transportCollector exposes the transport's packet counters, read at
+// scrape time (they are safe for concurrent use).
+type transportCollector struct{ tr *tsp.Transport }
+
+var (
+	packetsDesc = prometheus.NewDesc("timed_packets_total", "TSP packets by type and direction.", []string{"type", "direction"}, nil)
+	dropsDesc   = prometheus.NewDesc("timed_dropped_packets_total", "Datagrams dropped on receipt, by reason.", []string{"reason"}, nil)
+)
+
+func (c transportCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- packetsDesc
+	ch <- dropsDesc
+}
+
+func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.tr.Stats()
+	emit := func(name, dir string, n uint64) {
+		ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(n), name, dir)
+	}
+	for t, n := range s.Received {
+		emit(t.String(), "rx", n)
+	}
+	for t, n := range s.Sent {
+		emit(t.String(), "tx", n)
+	}
+	for k, n := range s.ReceivedExt {
+		emit(k.String(), "rx", n)
+	}
+	for k, n := range s.SentExt {
+		emit(k.String(), "tx", n)
+	}
+	for r, n := range s.Dropped {
+		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(n), r.String())
+	}
+}

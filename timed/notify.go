@@ -1,0 +1,55 @@
+package timed
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+)
+
+// systemd integration (Type=notify): READY=1 once the election runs,
+// STATUS= with the state and master on every change, WATCHDOG=1 from the
+// loop itself, so a wedged loop gets the daemon restarted. Outside
+// systemd (no NOTIFY_SOCKET) every call is a no-op.
+
+func notifyReady(d *Daemon) {
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+	notifyStatus(d)
+}
+
+func notifyStatus(d *Daemon) {
+	status := d.m.State().String()
+	if m, ok := d.m.Master(); ok && m.Name != d.hostname {
+		status += ", master " + m.Name
+	}
+	_, _ = daemon.SdNotify(false, fmt.Sprintf("STATUS=%s on %s", status, d.network))
+}
+
+func notifyWatchdog(*Daemon) { _, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog) }
+
+func notifyStopping() { _, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) }
+
+// watchdog ticks at half the interval systemd asked for, or never.
+type watchdog struct{ t *time.Ticker }
+
+func newWatchdog() watchdog {
+	interval, err := daemon.SdWatchdogEnabled(false)
+	if err != nil || interval <= 0 {
+		return watchdog{}
+	}
+	return watchdog{time.NewTicker(interval / 2)}
+}
+
+// C is the tick channel; nil (never ready) without a watchdog.
+func (w watchdog) C() <-chan time.Time {
+	if w.t == nil {
+		return nil
+	}
+	return w.t.C
+}
+
+func (w watchdog) Stop() {
+	if w.t != nil {
+		w.t.Stop()
+	}
+}

@@ -1,0 +1,184 @@
+package timed
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/timed/control"
+)
+
+// status is what the loop remembers for `timedc status` beyond what the
+// machine and the transport already know. Only the loop touches it.
+type status struct {
+	started        time.Time
+	trace          bool
+	elections      uint64
+	electionStart  time.Time // first sign of the election in progress; zero when none
+	lastElection   time.Duration
+	slaves         map[string]*control.Slave
+	lastCorrection *control.Correction
+	frequencyPPM   float64
+	dictate        int // rounds left in which the master's clock is the truth
+	unknownTypes   uint64
+
+	dateSeq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
+	dateSeqSeen  map[string]bool
+	dateSeqNext  uint16
+	dateForwards map[uint16]*dateForward
+}
+
+func (s *status) init(d *Daemon) {
+	s.started = time.Now()
+	s.trace = d.cfg.Trace
+	s.slaves = map[string]*control.Slave{}
+	s.dateSeq = map[string]uint16{}
+	s.dateSeqSeen = map[string]bool{}
+	s.dateForwards = map[uint16]*dateForward{}
+}
+
+// stateChanged times elections: from the first candidacy (ours or one we
+// saw) to the moment this daemon is master or follows one.
+func (s *status) stateChanged(a election.StateChange) {
+	if (a.To == election.Master || a.To == election.Slave) && !s.electionStart.IsZero() {
+		s.lastElection = time.Since(s.electionStart)
+		s.electionStart = time.Time{}
+	}
+}
+
+// electionSeen starts timing an election unless one is being timed; it
+// reports whether this is a new one.
+func (s *status) electionSeen() bool {
+	if !s.electionStart.IsZero() {
+		return false
+	}
+	s.elections++
+	s.electionStart = time.Now()
+	return true
+}
+
+func (s *status) dropUnknownType() { s.unknownTypes++ }
+
+// setSlaves follows the machine's slave list, keeping what was measured
+// of the slaves that stay.
+func (s *status) setSlaves(list []election.Peer) {
+	next := make(map[string]*control.Slave, len(list))
+	for _, p := range list {
+		sl := s.slaves[p.Name]
+		if sl == nil {
+			sl = &control.Slave{}
+		}
+		sl.Peer = control.Peer{Name: p.Name, Address: p.Addr.String()}
+		next[p.Name] = sl
+	}
+	s.slaves = next
+}
+
+func (s *status) roundMeasured(r syncDone) {
+	for i, m := range r.measured {
+		sl := s.slaves[r.slaves[i].Name]
+		if sl == nil {
+			continue
+		}
+		if m.Err != nil {
+			sl.Failures++
+			continue
+		}
+		sl.Failures = 0
+		sl.OffsetSecs = m.Offset.Seconds()
+		sl.ErrorBoundSecs = m.ErrorBound.Seconds()
+		sl.RTTSecs = m.RTT.Seconds()
+		sl.LastSeen = time.Now()
+	}
+}
+
+func (s *status) corrected(a clocksync.Applied) {
+	kind := "slew"
+	if a.Action == clocksync.Stepped {
+		kind = "step"
+	}
+	s.lastCorrection = &control.Correction{Kind: kind, Secs: a.By.Seconds(), At: time.Now()}
+	if a.FreqChanged {
+		s.frequencyPPM = a.FrequencyPPM
+	}
+}
+
+// snapshot builds the control socket's status.
+func (d *Daemon) snapshot() *control.Status {
+	s := &d.st
+	st := &control.Status{
+		State:          d.m.State().String(),
+		Hostname:       d.hostname,
+		Clock:          d.cfg.Clock,
+		MayBeMaster:    d.cfg.MayBeMaster,
+		StateSince:     d.m.StateSince(),
+		Elections:      s.elections,
+		LastElection:   s.lastElection.Seconds(),
+		LastCorrection: s.lastCorrection,
+		FrequencyPPM:   s.frequencyPPM,
+		Trace:          s.trace,
+		UptimeSecs:     time.Since(s.started).Seconds(),
+		Packets:        map[string]control.Counter{},
+		Drops:          map[string]uint64{},
+	}
+	if !st.StateSince.IsZero() {
+		st.InStateSecs = d.clock.Now().Sub(st.StateSince).Seconds() // the machine's times are the clock's
+	}
+	if cs, err := d.clock.State(); err == nil {
+		st.FrequencyPPM = cs.FrequencyPPM
+	}
+	if sim, ok := d.clock.(*clocksync.SimClock); ok {
+		st.OffsetSecs = sim.Offset().Seconds()
+	}
+	for _, n := range d.tr.Networks() {
+		net := control.Network{Address: d.tr.LocalAddr().String()}
+		if !n.Peers {
+			net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Broadcast: n.Broadcast.String()}
+		}
+		st.Networks = append(st.Networks, net)
+	}
+	if m, ok := d.m.Master(); ok {
+		addr := m.Addr.String()
+		if m.Name == d.hostname {
+			addr = d.tr.LocalAddr().String()
+		}
+		st.Master = &control.Peer{Name: m.Name, Address: addr}
+	}
+	if d.m.State() == election.Master {
+		for _, sl := range s.slaves {
+			st.Slaves = append(st.Slaves, *sl)
+		}
+		sort.Slice(st.Slaves, func(i, j int) bool { return st.Slaves[i].Name < st.Slaves[j].Name })
+	}
+	ts := d.tr.Stats()
+	countPackets(st.Packets, ts.Received, true)
+	countPackets(st.Packets, ts.Sent, false)
+	countPackets(st.Packets, ts.ReceivedExt, true)
+	countPackets(st.Packets, ts.SentExt, false)
+	for r, n := range ts.Dropped {
+		st.Drops[r.String()] = n
+	}
+	if s.unknownTypes > 0 {
+		st.Drops["unknown type"] = s.unknownTypes
+	}
+	return st
+}
+
+// countPackets adds per-type counts (TSP types or extension kinds) to the
+// status's rx or tx column.
+func countPackets[K interface {
+	comparable
+	fmt.Stringer
+}](into map[string]control.Counter, counts map[K]uint64, rx bool) {
+	for k, n := range counts {
+		c := into[k.String()]
+		if rx {
+			c.Rx = n
+		} else {
+			c.Tx = n
+		}
+		into[k.String()] = c
+	}
+}
