@@ -116,3 +116,19 @@ func (c *SystemClock) State() (ClockState, error) {
 		Detail:       fmt.Sprintf("adjtimex state %d, status %#x", st, tx.Status),
 	}, nil
 }
+
+// CheckPermission reports, without changing anything, whether this
+// process may change the clock: whether CAP_SYS_TIME is in its effective
+// set. The daemon calls it at start-up so that a missing capability stops
+// it with a clear message instead of failing at the first correction.
+func (c *SystemClock) CheckPermission() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData // version 3: two 32-bit words
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("system clock: read capabilities: %w", err)
+	}
+	if data[0].Effective&(1<<unix.CAP_SYS_TIME) == 0 {
+		return fmt.Errorf("system clock: %w", ErrPermission)
+	}
+	return nil
+}

@@ -27,3 +27,8 @@ func (c *SystemClock) SetFrequency(ppm float64) error {
 func (c *SystemClock) State() (ClockState, error) {
 	return ClockState{Kind: "system", Now: c.Now(), Detail: "read-only: " + ErrUnsupported.Error()}, nil
 }
+
+// CheckPermission: changing the clock is not supported here at all.
+func (c *SystemClock) CheckPermission() error {
+	return fmt.Errorf("system clock: %w; use --clock=dry-run or --clock=sim:...", ErrUnsupported)
+}

@@ -4,6 +4,8 @@ package clocksync
 
 import (
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +106,34 @@ func TestSystemClockStateReadOnly(t *testing.T) {
 	}
 	if seen != 0 || st.Kind != "system" || st.FrequencyPPM < -MaxFrequencyPPM || st.FrequencyPPM > MaxFrequencyPPM {
 		t.Fatalf("state = %+v", st)
+	}
+}
+
+// TestCheckPermissionReadsOnly: the check agrees with /proc's view of the
+// effective capabilities, and it changes nothing (it makes no adjtimex call).
+func TestCheckPermissionReadsOnly(t *testing.T) {
+	c := NewSystemClock()
+	c.adjtimex = func(*unix.Timex) (int, error) {
+		t.Fatal("CheckPermission called adjtimex")
+		return 0, nil
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capEff uint64
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			if capEff, err = strconv.ParseUint(strings.TrimSpace(v), 16, 64); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := capEff&(1<<unix.CAP_SYS_TIME) != 0
+	if got := c.CheckPermission() == nil; got != want {
+		t.Fatalf("CheckPermission allowed=%v, /proc says CAP_SYS_TIME=%v", got, want)
+	}
+	if err := c.CheckPermission(); err != nil && !errors.Is(err, ErrPermission) {
+		t.Fatalf("error %v does not wrap ErrPermission", err)
 	}
 }

@@ -23,6 +23,9 @@ var timedBin, timedcBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "timed-bin")
+	if err == nil {
+		err = os.Chmod(dir, 0o755) // TestPrivilegeErrors runs them as nobody
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -3,6 +3,10 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -226,6 +230,73 @@ func TestBadConfiguration(t *testing.T) {
 		}
 		if !strings.Contains(string(out), tc.want) || !strings.HasPrefix(string(out), "timed: ") {
 			t.Errorf("%v: output %q, want a timed: line containing %q", tc.args, out, tc.want)
+		}
+	}
+}
+
+// TestPrivilegeErrors: without CAP_SYS_TIME (for --clock system) or the
+// right to bind port 525, start-up stops with a message naming the
+// capability and the option that avoids it. Run as nobody when we are
+// root, so the test means the same on every machine.
+func TestPrivilegeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--clock", "system", "--port", "15999"}, []string{"CAP_SYS_TIME", "--clock=dry-run"}},
+		{[]string{"--clock", "sim", "--port", "525"}, []string{"CAP_NET_BIND_SERVICE", "--port"}},
+	} {
+		cmd := exec.Command(timedBin, append(tc.args, "--peers", "127.0.0.1:9", "--control-socket", "")...)
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%v: started without the privilege", tc.args)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%v: %q does not name %s", tc.args, out, w)
+			}
+		}
+	}
+}
+
+// TestMetrics: with --metrics-listen the daemon serves Prometheus metrics
+// named by Prometheus conventions; without it, nothing listens.
+func TestMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := newCluster(t, fiveOffsets[:2], func(i int) []string {
+		if i == 0 {
+			return []string{"-M", "--metrics-listen", addr}
+		}
+		return []string{"-M"}
+	})
+	c.awaitOneMaster()
+	body := ""
+	c.await("metrics served", 10*time.Second, func() (bool, string) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil && resp.StatusCode == http.StatusOK, fmt.Sprint(resp.Status, err)
+	})
+	for _, want := range []string{
+		`timed_state{state="`, "timed_elections_total", `timed_packets_total{direction="rx",type="MASTERREQ"}`,
+		`timed_packets_total{direction="tx",type="PROBE`, "timed_dropped_packets_total", "timed_offset_seconds",
+		"go_goroutines", "process_cpu_seconds_total",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
 		}
 	}
 }

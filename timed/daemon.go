@@ -96,10 +96,10 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 			return nil, fmt.Errorf("clock: %w", err)
 		}
 	}
-	if cfg.Clock == "system" {
+	if sys, ok := d.clock.(*clocksync.SystemClock); ok {
 		// Fail at start-up, not at the first correction, when the clock
-		// cannot be disciplined.
-		if err := d.clock.Adjust(0); err != nil {
+		// cannot be disciplined. The check only reads our capabilities.
+		if err := sys.CheckPermission(); err != nil {
 			return nil, fmt.Errorf("clock %s: %w", cfg.Clock, err)
 		}
 	}
