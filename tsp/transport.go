@@ -2,7 +2,6 @@ package tsp
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -161,7 +160,7 @@ func Listen(cfg TransportConfig) (*Transport, error) {
 		conn.Close()
 		return nil, fmt.Errorf("tsp: enable IP_PKTINFO: %w", err)
 	}
-	if err := enableTimestamps(conn); err != nil {
+	if err := EnableRxTimestamps(conn); err != nil {
 		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
 	}
 	t := &Transport{
@@ -232,23 +231,6 @@ func bindError(addr netip.AddrPort, err error) error {
 		return fmt.Errorf("tsp: bind UDP %v: %w: another timed is probably running on this port", addr, err)
 	}
 	return fmt.Errorf("tsp: bind UDP %v: %w", addr, err)
-}
-
-// enableTimestamps asks for SCM_TIMESTAMPNS on every datagram: the arrival
-// time as close to the wire as the kernel offers, free of the reader
-// goroutine's scheduling delay.
-func enableTimestamps(conn *net.UDPConn) error {
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-	}); err != nil {
-		return err
-	}
-	return serr
 }
 
 // Packets delivers the received datagrams. It is closed by Close.
@@ -435,7 +417,7 @@ func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, 
 			r.Dst = a.Unmap()
 		}
 	}
-	if at, ok := kernelTime(oob); ok {
+	if at, ok := RxTimestamp(oob); ok {
 		r.At = at
 	}
 	reason, err := t.classify(b, truncated, &r)
@@ -568,27 +550,4 @@ func (t *Transport) isPeer(a netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// kernelTime returns the SCM_TIMESTAMPNS timestamp among the control
-// messages, if there is one. Its data is a struct timespec: two native
-// longs (two int32 on 32-bit platforms).
-func kernelTime(oob []byte) (time.Time, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_TIMESTAMPNS {
-			continue
-		}
-		d := m.Data
-		switch len(d) {
-		case 16:
-			return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), true
-		case 8:
-			return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), true
-		}
-	}
-	return time.Time{}, false
 }

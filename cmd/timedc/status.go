@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -81,33 +82,21 @@ func secs(f float64) string {
 }
 
 func counters(m map[string]control.Counter) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d/%d", k, m[k].Rx, m[k].Tx))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return "(rx/tx) " + strings.Join(parts, ", ")
+	return joinSorted(m, "(rx/tx) ", func(k string, c control.Counter) string { return fmt.Sprintf("%s %d/%d", k, c.Rx, c.Tx) })
 }
 
 func drops(m map[string]uint64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	if len(parts) == 0 {
+	return joinSorted(m, "", func(k string, n uint64) string { return fmt.Sprintf("%s %d", k, n) })
+}
+
+// joinSorted formats a map's entries in key order after prefix, or "none".
+func joinSorted[V any](m map[string]V, prefix string, format func(string, V) string) string {
+	if len(m) == 0 {
 		return "none"
 	}
-	return strings.Join(parts, ", ")
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, format(k, m[k]))
+	}
+	return prefix + strings.Join(parts, ", ")
 }

@@ -1,0 +1,50 @@
+package tsp
+
+import (
+	"encoding/binary"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnableRxTimestamps asks the kernel for SCM_TIMESTAMPNS on every datagram
+// the socket receives: the arrival time as close to the wire as the kernel
+// offers, free of the reading goroutine's scheduling delay. The transport
+// and the clock probe's own sockets use it.
+func EnableRxTimestamps(conn *net.UDPConn) error {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// RxTimestamp returns the SCM_TIMESTAMPNS timestamp among a datagram's
+// control messages, if there is one. Its data is a struct timespec: two
+// native longs (two int32 on 32-bit platforms).
+func RxTimestamp(oob []byte) (time.Time, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_TIMESTAMPNS {
+			continue
+		}
+		d := m.Data
+		switch len(d) {
+		case 16:
+			return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), true
+		case 8:
+			return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), true
+		}
+	}
+	return time.Time{}, false
+}
