@@ -13,8 +13,9 @@ GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -n
 all: build
 
 ## build: static binaries (CGO_ENABLED=0) into bin/
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN)/ ./cmd/...
 
 ## demo: five daemons on 127.0.0.1 with simulated clocks up to ±2 s apart;
 ## watch the election and the clocks converge (Ctrl-C, or DURATION=60s)

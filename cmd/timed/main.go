@@ -21,6 +21,9 @@ import (
 	"github.com/timed-project/timed/timed"
 )
 
+// version is set at build time (make build: -X main.version=…).
+var version = "dev"
+
 func main() {
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "timed:", err)
@@ -35,6 +38,7 @@ func newRoot() *cobra.Command {
 		Long: `timed elects one master among the time daemons of a network (TSP, as 4.3BSD's
 timed) and the master keeps every clock at the averaged network time.
 As with BSD's -F, host names after -F are all trusted: timed -F a b c.`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Arguments are trusted hosts after -F (checked in load), not

@@ -29,6 +29,9 @@ type options struct {
 	prompting     bool // inside the interactive loop
 }
 
+// version is set at build time (make build: -X main.version=…).
+var version = "dev"
+
 func main() {
 	opts := &options{out: os.Stdout, port: 525, controlSocket: config.DefaultControlSocket}
 	if err := newRoot(opts).Execute(); err != nil {
@@ -42,6 +45,7 @@ func newRoot(opts *options) *cobra.Command {
 		Use:           "timedc",
 		Short:         "timed control program",
 		Long:          "timedc queries and controls timed daemons, BSD's or ours. Without arguments it reads commands at a prompt.",
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
