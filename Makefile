@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build demo test tools fmt-check vet staticcheck unit bench fuzz install clean
+.PHONY: all build demo bench-ring test tools fmt-check vet staticcheck unit bench fuzz install clean
 
 all: build
 
@@ -49,12 +49,18 @@ unit:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+## bench-ring: ring-election messages, bits and time against each paper's
+## bound for n = 2^3 … 2^16, and bench-ring.png (messages/(n log2 n) vs n)
+bench-ring:
+	$(GO) run ./cmd/bench-ring -png bench-ring.png
+
 ## fuzz: run every decoder fuzzer for FUZZTIME each (default 3m)
 FUZZTIME ?= 3m
 fuzz:
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshalExt$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./clocksync -run '^$$' -fuzz '^FuzzProbeUnmarshal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./election/ring -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 
 ## install: binaries, unit, sysusers entry and an example config
 PREFIX  ?= /usr/local
