@@ -51,7 +51,11 @@ type Daemon struct {
 	cancelRound context.CancelFunc
 	rounds      sync.WaitGroup
 
-	st   status             // what `timedc status` shows; owned by the loop
+	st   status   // what `timedc status` shows; owned by the loop
+	ring struct { // live ring elections (ring.go); owned by the loop
+		coord *ringCoord
+		node  *ringNode
+	}
 	quit context.CancelFunc // ends Run (control socket's quit)
 }
 

@@ -24,6 +24,10 @@ func (d *Daemon) receiveExt(r tsp.Received) {
 		}
 	case tsp.ExtProbeReply:
 		d.probe.Deliver(dg)
+	case tsp.ExtRing:
+		d.ringMessage(r)
+	case tsp.ExtRingCtl:
+		d.ringControl(r)
 	default:
 		d.log.WithField("kind", r.Ext.Kind.String()).WithField("from", r.From.String()).Debug("dropped: extension not served")
 	}

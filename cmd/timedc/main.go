@@ -64,7 +64,7 @@ func newRoot(opts *options) *cobra.Command {
 	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", opts.timeout, "how long to wait for answers (default: BSD's, per command)")
 	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status)")
 	root.SetOut(opts.out)
-	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), clockdiffCmd(opts),
+	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), clockdiffCmd(opts), ringCmd(opts),
 		&cobra.Command{Use: "quit", Short: "exit timedc", Aliases: []string{"exit"}, RunE: func(*cobra.Command, []string) error { return errQuit }})
 	return root
 }

@@ -229,3 +229,28 @@ func Call(ctx context.Context, path string, req Request) (*Response, error) {
 	}
 	return &resp, nil
 }
+
+// RingResult is the outcome of a ring election run live among the
+// daemons (`timedc ring elect`). Bits are those of the ring messages'
+// encoding (payloads, without the extension header).
+type RingResult struct {
+	Algorithm string  `json:"algorithm"`
+	N         int     `json:"n"`
+	Leader    string  `json:"leader"`
+	LeaderID  uint64  `json:"leader_id"`
+	Messages  int     `json:"messages"`
+	Bits      int     `json:"bits"`
+	Seconds   float64 `json:"elapsed_seconds"`
+	Bound     float64 `json:"bound"`
+	BoundText string  `json:"bound_text"`
+	// Members are the daemons in ring order, with the ids they ran with.
+	Members []RingMember `json:"members"`
+	Error   string       `json:"error,omitempty"`
+}
+
+// RingMember is one daemon of a ring election.
+type RingMember struct {
+	Name string `json:"name"`
+	Addr string `json:"address,omitempty"`
+	ID   uint64 `json:"id"`
+}

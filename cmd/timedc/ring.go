@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timed-project/timed/election/ring"
+	"github.com/timed-project/timed/timed"
+	"github.com/timed-project/timed/timed/control"
+	"github.com/timed-project/timed/tsp"
+)
+
+func ringCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{Use: "ring", Short: "run the classic ring election algorithms among the running daemons"}
+	var alg string
+	var unit time.Duration
+	elect := &cobra.Command{
+		Use:   "elect [host]",
+		Short: "start a ring election among the daemons the host reaches, and print the leader, messages, bits and time",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			host := "localhost"
+			if len(args) == 1 {
+				host = args[0]
+			}
+			res, err := ringElect(o, host, alg, unit)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				if err := o.emit(res, ""); err != nil {
+					return err
+				}
+			} else if res.Error == "" {
+				fmt.Fprintf(o.out, "leader %s (id %d) elected by %s among %d daemons: %d messages (bound %.0f), %d bits, %.3f s\n",
+					res.Leader, res.LeaderID, res.Algorithm, res.N, res.Messages, res.Bound, res.Bits, res.Seconds)
+			}
+			if res.Error != "" {
+				return fmt.Errorf("ring election (%s): %s", res.Algorithm, res.Error)
+			}
+			return nil
+		},
+	}
+	elect.Flags().StringVar(&alg, "algorithm", "chang-roberts", "algorithm (see timedc ring algorithms)")
+	elect.Flags().DurationVar(&unit, "unit", timed.DefaultRingUnit, "bound on one link delay; a tick of the algorithms' clocks is two")
+	list := &cobra.Command{
+		Use:   "algorithms",
+		Short: "list the algorithms with their topology and message bound",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			type row struct {
+				Name, Topology, Elects, Bound string
+				Live                          bool
+			}
+			var rows []row
+			for _, a := range ring.All() {
+				rows = append(rows, row{a.Name, topologyName(a.Topology), extremumName(a.Elects), a.BoundText, !a.HalfDuplex})
+			}
+			if o.json {
+				return o.emit(rows, "")
+			}
+			tw := tabwriter.NewWriter(o.out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ALGORITHM\tTOPOLOGY\tELECTS\tLIVE\tMESSAGE BOUND")
+			for _, r := range rows {
+				live := "yes"
+				if !r.Live {
+					live = "sim only (half-duplex links)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Topology, r.Elects, live, r.Bound)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.AddCommand(elect, list)
+	return cmd
+}
+
+func topologyName(t ring.Topology) string {
+	return map[ring.Topology]string{ring.Unidirectional: "unidirectional ring", ring.Bidirectional: "bidirectional ring", ring.Complete: "complete network"}[t]
+}
+
+func extremumName(e ring.Extremum) string {
+	return map[ring.Extremum]string{ring.Max: "max id", ring.Min: "min id", ring.Any: "any"}[e]
+}
+
+// ringElect asks the daemon at host to coordinate an election and waits
+// for its result.
+func ringElect(o *options, host, alg string, unit time.Duration) (*control.RingResult, error) {
+	addr, err := o.resolve(host)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.ListenUDP("udp4", nil)
+	if err != nil {
+		return nil, fmt.Errorf("open UDP socket: %w", err)
+	}
+	defer conn.Close()
+	payload, err := json.Marshal(map[string]any{"op": "elect", "alg": alg, "unit": unit})
+	if err != nil {
+		return nil, err
+	}
+	seq := uint16(rand.Uint32())
+	b, err := (&tsp.ExtPacket{Kind: tsp.ExtRingCtl, Seq: seq, Name: ownName(), Payload: payload}).Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.WriteToUDP(b, addr); err != nil {
+		return nil, fmt.Errorf("send to %v: %w", addr, err)
+	}
+	wait := o.wait(90 * time.Second)
+	if err := conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, err := conn.ReadFromUDP(buf)
+		if err != nil {
+			return nil, fmt.Errorf("no ring election result from %v within %v: %w", addr, wait, err)
+		}
+		e, err := tsp.UnmarshalExt(buf[:n])
+		if err != nil || e.Kind != tsp.ExtRingCtl || e.Seq != seq {
+			continue
+		}
+		var c struct {
+			Op     string              `json:"op"`
+			Result *control.RingResult `json:"result"`
+		}
+		if err := json.Unmarshal(e.Payload, &c); err != nil || c.Op != "result" || c.Result == nil {
+			continue
+		}
+		if c.Result.Leader == "" && c.Result.Error == "" {
+			c.Result.Error = "no leader"
+		}
+		return c.Result, nil
+	}
+}
