@@ -152,15 +152,7 @@ func mapRawSocketErr(err error) error {
 // NewICMPMeasurer opens a raw ICMP socket (needs CAP_NET_RAW; the error
 // wraps ErrNoRawSocket otherwise) and starts reading it. Close stops it.
 func NewICMPMeasurer(clock Clock, cfg ICMPConfig) (*ICMPMeasurer, error) {
-	if cfg.Replies <= 0 {
-		cfg.Replies = 5
-	}
-	if cfg.Trials < cfg.Replies {
-		cfg.Trials = 2 * cfg.Replies
-	}
-	if cfg.Wait <= 0 {
-		cfg.Wait = 100 * time.Millisecond
-	}
+	cfg = ICMPConfig(ProbeConfig(cfg).withDefaults(5)) // the same fields: BSD's 5 of 10, 100 ms
 	c, err := icmp.ListenPacket("ip4:icmp", "0.0.0.0")
 	if err != nil {
 		return nil, mapRawSocketErr(err)

@@ -92,9 +92,11 @@ type ProbeConfig struct {
 	Wait    time.Duration // wait for each reply before the next probe (default 100 ms, BSD's wmsec)
 }
 
-func (c ProbeConfig) withDefaults() ProbeConfig {
+// withDefaults fills unset fields; replies is the measurer's default
+// reply count (12 for the probe, BSD's 5 for ICMP).
+func (c ProbeConfig) withDefaults(replies int) ProbeConfig {
 	if c.Replies <= 0 {
-		c.Replies = 12
+		c.Replies = replies
 	}
 	if c.Trials < c.Replies {
 		c.Trials = 2 * c.Replies
@@ -129,7 +131,7 @@ type pendingProbe struct {
 // NewProbeClient returns a client sending through send, stamping with clock
 // and naming itself name in the packets.
 func NewProbeClient(send PacketSender, clock Clock, name string, cfg ProbeConfig) *ProbeClient {
-	return &ProbeClient{send: send, clock: clock, name: tsp.TruncateName(name), cfg: cfg.withDefaults(), waiting: map[uint16]*pendingProbe{}}
+	return &ProbeClient{send: send, clock: clock, name: tsp.TruncateName(name), cfg: cfg.withDefaults(12), waiting: map[uint16]*pendingProbe{}}
 }
 
 // sameHost compares addresses with IPv4-mapped forms unmapped.
