@@ -1,0 +1,84 @@
+package tests
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// setDate sends SETDATE (as date(1) does) for when to the daemon at port
+// and waits for its DATEACK.
+func setDate(t *testing.T, port int, when time.Time) {
+	t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tv, err := tsp.TimeTimeval(when)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := (&tsp.Packet{Type: tsp.SetDate, Version: tsp.Version, Seq: 77, Time: tv, Name: "date-tool"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.WriteToUDP(b, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}); err != nil {
+		t.Fatal(err)
+	}
+	// BSD's date(1) waits 2 s for the ACK and 5 s more for DATEACK; a
+	// slave's DATEACK waits for its master's, after up to 6.2 s of tries.
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	for {
+		n, _, err := conn.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("no DATEACK from port %d: %v", port, err)
+		}
+		if p, err := tsp.Unmarshal(buf[:n]); err == nil && p.Type == tsp.DateAck && p.Seq == 77 {
+			return
+		}
+	}
+}
+
+// TestSetDateMovesTheNetwork: a SETDATE 30 s ahead (beyond the 20 s step
+// threshold) sent to the master is acknowledged, and the master steps its
+// clock and its slaves' with it (BSD's mchgdate and spreadtime); sent to
+// a slave it is forwarded to the master as SETDATEREQ, confirmed with
+// DATEACK, and moves the network again.
+func TestSetDateMovesTheNetwork(t *testing.T) {
+	c := newCluster(t, make([]time.Duration, 3), func(int) []string { return []string{"-M"} })
+	master := c.awaitOneMaster()
+	var slave *node
+	for _, n := range c.nodes {
+		if n != master {
+			slave = n
+		}
+	}
+	moved := func(by time.Duration) func() (bool, string) {
+		return func() (bool, string) {
+			st, err := c.statuses()
+			if err != nil {
+				return false, err.Error()
+			}
+			for n, s := range st {
+				if off := time.Duration(s.OffsetSecs * 1e9); (off - by).Abs() > time.Second {
+					return false, fmt.Sprintf("%s is %v off the kernel clock, want about %v", n.name, off, by)
+				}
+			}
+			return true, ""
+		}
+	}
+	setDate(t, master.port, time.Now().Add(30*time.Second))
+	c.await("every clock 30 s ahead after SETDATE to the master", 5*syncInterval+5*time.Second, moved(30*time.Second))
+	setDate(t, slave.port, time.Now().Add(60*time.Second))
+	c.await("every clock 60 s ahead after SETDATE to a slave", 5*syncInterval+5*time.Second, moved(60*time.Second))
+	if m := c.awaitOneMaster(); m == nil {
+		t.Fatal("no master after the date changes")
+	}
+}
