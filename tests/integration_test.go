@@ -292,7 +292,7 @@ func TestMetrics(t *testing.T) {
 	})
 	for _, want := range []string{
 		`timed_state{state="`, "timed_elections_total", `timed_packets_total{direction="rx",type="MASTERREQ"}`,
-		`timed_packets_total{direction="tx",type="PROBE`, "timed_dropped_packets_total", "timed_offset_seconds",
+		`timed_packets_total{direction="tx",type="MASTERREQ"}`, "timed_dropped_packets_total", "timed_offset_seconds",
 		"go_goroutines", "process_cpu_seconds_total",
 	} {
 		if !strings.Contains(body, want) {
