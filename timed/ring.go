@@ -178,6 +178,9 @@ func (d *Daemon) ringControl(r tsp.Received) {
 		d.log.WithError(err).WithField("from", r.From.String()).Debug("dropped: bad ring control")
 		return
 	}
+	if r.Ext.Name == d.hostname && c.Op != ringElect {
+		return // our own roll call or start, broadcast back to us
+	}
 	switch c.Op {
 	case ringElect:
 		d.ringElect(c, r.From, r.Ext.Seq)

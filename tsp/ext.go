@@ -11,12 +11,15 @@ import (
 // (readmsg: vers > TSPVERSION), so mixed networks stay safe.
 type ExtKind uint8
 
-// Extension kinds. New kinds are appended; numbers are never reused.
+// Extension kinds. They are numbered from 0x80, far past TSP's types
+// (0-24), so that decoders that ignore the version byte (tcpdump,
+// Wireshark) show them as unknown types rather than as ADJTIME or ACK.
+// New kinds are appended; numbers are never reused.
 const (
-	ExtProbe      ExtKind = 1 // clock probe request (clocksync)
-	ExtProbeReply ExtKind = 2 // clock probe reply (clocksync)
-	ExtRing       ExtKind = 3 // ring-election message (election/ring)
-	ExtRingCtl    ExtKind = 4 // ring-election control: start, result (timedc ring)
+	ExtProbe      ExtKind = 0x80 // clock probe request (clocksync)
+	ExtProbeReply ExtKind = 0x81 // clock probe reply (clocksync)
+	ExtRing       ExtKind = 0x82 // ring-election message (election/ring)
+	ExtRingCtl    ExtKind = 0x83 // ring-election control: start, result (timedc ring)
 )
 
 var extNames = map[ExtKind]string{

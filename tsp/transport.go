@@ -470,8 +470,13 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 		}
 		r.Ext = &e
 		r.Network = t.networkOf(r.From)
-		// ring control comes from timedc, like TRACEON: from anywhere.
-		if r.Network == nil && e.Kind != ExtRingCtl {
+		// Ring control comes from timedc, like TRACEON: from anywhere, and
+		// under this host's name when timedc runs beside its daemon. The
+		// daemon tells its own echoes apart itself.
+		if e.Kind == ExtRingCtl {
+			return 0, nil
+		}
+		if r.Network == nil {
 			return DropUnknownNetwork, errUnknownNetwork
 		}
 		if e.Name == t.hostname {

@@ -425,7 +425,8 @@ func TestClassify(t *testing.T) {
 			t.Errorf("peers mode, %v from a stranger: %v %v", ty, reason, err)
 		}
 	}
-	// Extension messages: same rules, and only ring control from anywhere.
+	// Extension messages: same rules, but ring control (timedc's) passes
+	// from anywhere and under our own name, as BSD's timedc types do.
 	for _, k := range []ExtKind{ExtProbe, ExtProbeReply, ExtRing, ExtRingCtl, 99} {
 		other, _ := (&ExtPacket{Kind: k, Name: "other"}).Marshal()
 		me, _ := (&ExtPacket{Kind: k, Name: "me"}).Marshal()
@@ -436,7 +437,11 @@ func TestClassify(t *testing.T) {
 		if (k == ExtRingCtl) != (err == nil) {
 			t.Errorf("ext %v from elsewhere: %v %v", k, reason, err)
 		}
-		if _, reason, _ := classify(lan, me, ap("10.0.0.5:525")); reason != DropOwnEcho {
+		_, reason, err = classify(lan, me, ap("10.0.0.5:525"))
+		if k == ExtRingCtl && err != nil {
+			t.Errorf("ring control under our own name (timedc beside its daemon): %v %v", reason, err)
+		}
+		if k != ExtRingCtl && reason != DropOwnEcho {
 			t.Errorf("ext %v from self: %v, want own echo", k, reason)
 		}
 	}
