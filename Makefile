@@ -23,8 +23,9 @@ DURATION ?= 0
 demo: build
 	$(GO) run ./deploy/demo -bin $(BIN) -duration $(DURATION)
 
-## test: formatting, vet, staticcheck, and every test under the race detector
-test: tools fmt-check vet staticcheck unit
+## test: formatting, vet, staticcheck, and every test under the race detector;
+## then the end-to-end suite (make e2e) when a Docker engine is reachable
+test: tools fmt-check vet staticcheck unit e2e-if-docker
 
 ## tools: what the tests need beyond Go, installed from Debian's packages
 ## where missing (systemd-analyze verifies the unit file)
@@ -44,6 +45,52 @@ staticcheck:
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+
+## e2e: the end-to-end suite (tests/e2e, build tag e2e): the image FROM
+## scratch with bin/timed and bin/timedc, one docker-compose network per
+## scenario (deploy/compose), the measured figures as a table at the end.
+## Needs a Docker engine and root (nsenter, iptables, tcpdump on the
+## bridge). Every container and network of the run carries the label
+## org.timed-project.e2e.run=$(E2E_RUN) and is removed at the end, whether
+## the tests passed, failed or were interrupted.
+ifndef E2E_RUN
+E2E_RUN     := $(shell od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+endif
+E2E_IMAGE   ?= timed-e2e:latest
+E2E_TIMEOUT ?= 15m
+E2E_FIGURES  = /tmp/timed-e2e-$(E2E_RUN).figures
+E2E_LABEL    = org.timed-project.e2e.run=$(E2E_RUN)
+e2e: build e2e-tools
+	@docker info >/dev/null 2>&1 || { echo "e2e: no Docker engine reachable (docker info failed)" >&2; exit 1; }
+	docker build -q -f deploy/Dockerfile -t $(E2E_IMAGE) $(BIN)
+	$(GO) vet -tags e2e ./tests/e2e
+	$(GO) run $(STATICCHECK) -tags e2e ./tests/e2e
+	@trap '$(MAKE) --no-print-directory e2e-clean E2E_RUN=$(E2E_RUN)' EXIT; trap 'exit 130' INT TERM; \
+	status=0; \
+	TIMED_IMAGE=$(E2E_IMAGE) TIMED_E2E_RUN=$(E2E_RUN) TIMED_E2E_FIGURES=$(E2E_FIGURES) \
+		$(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./tests/e2e || status=$$?; \
+	echo; echo "== e2e figures (run $(E2E_RUN)) =="; cat $(E2E_FIGURES) 2>/dev/null || echo "(none recorded)"; \
+	rm -f $(E2E_FIGURES); exit $$status
+
+## e2e-tools: tcpdump (the suite decodes TSP on the bridge with it), from
+## Debian's packages where missing; nsenter and iptables must be there
+e2e-tools:
+	@command -v tcpdump >/dev/null || { \
+		echo "installing tcpdump"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tcpdump >/dev/null; }
+	@for t in nsenter iptables docker-compose; do command -v $$t >/dev/null || { echo "e2e: $$t is missing" >&2; exit 1; }; done
+
+## e2e-if-docker: make e2e when `docker info` succeeds, else say so
+e2e-if-docker:
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e; \
+	else echo "e2e: no Docker engine reachable (docker info failed): end-to-end suite not run"; fi
+
+## e2e-clean E2E_RUN=…: remove whatever a run left (containers, networks)
+e2e-clean:
+	@ids=$$(docker ps -aq --filter label=$(E2E_LABEL)); [ -z "$$ids" ] || docker rm -f -v $$ids >/dev/null
+	@ids=$$(docker network ls -q --filter label=$(E2E_LABEL)); [ -z "$$ids" ] || docker network rm $$ids >/dev/null
+	@left=$$(docker ps -aq --filter label=$(E2E_LABEL))$$(docker network ls -q --filter label=$(E2E_LABEL)); \
+	if [ -n "$$left" ]; then echo "e2e-clean: run $(E2E_RUN) left $$left" >&2; exit 1; fi
 
 ## bench: benchmarks, figures beside their BSD / paper anchors
 bench:
