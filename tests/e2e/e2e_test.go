@@ -103,7 +103,7 @@ func checkDecoded(t *testing.T, before, after, captured map[string]uint64, text 
 	if t.Failed() {
 		t.Logf("tcpdump (%d lines):\n%s", strings.Count(text, "\n"), firstLines(text, 60))
 	}
-	report(t, "TSP packets decoded by tcpdump", "%d version-1 packets of %d types (%s), and version 2 (our probe, named by its kind's number): %s; all matching the daemons' counters",
+	report(t, "TSP packets decoded by tcpdump", "%d version-1 packets of %d types (%s), and version 2 (our extensions, unknown types to tcpdump): %s; all matching the daemons' counters",
 		v1, checked, formatCounts(onlyV1(captured)), formatCounts(notV1(captured)))
 }
 
