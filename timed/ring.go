@@ -34,38 +34,22 @@ import (
 // once the leader is known the coordinator waits for the ring to fall
 // quiet, collects every node's counts and answers timedc.
 
-// Ring control operations.
-const (
-	ringElect   = "elect"   // timedc → coordinator
-	ringHello   = "hello"   // coordinator → all: who is there?
-	ringHere    = "here"    // member → coordinator
-	ringStart   = "start"   // coordinator → members
-	ringCollect = "collect" // coordinator → members: your counts, please
-	ringReport  = "report"  // member → coordinator
-	ringResult  = "result"  // coordinator → timedc
+// The ring control protocol's types are control.RingCtl and friends,
+// shared with timedc.
+type (
+	ringCtl        = control.RingCtl
+	ringReportBody = control.RingReport
 )
 
-// ringCtl is the payload of an ExtRingCtl packet.
-type ringCtl struct {
-	Op        string               `json:"op"`
-	Algorithm string               `json:"alg,omitempty"`
-	Unit      time.Duration        `json:"unit,omitempty"` // bound on a link delay; a tick is two
-	Members   []control.RingMember `json:"members,omitempty"`
-	T0        int64                `json:"t0,omitempty"` // start, network clock, Unix ns
-	Report    *ringReportBody      `json:"report,omitempty"`
-	Result    *control.RingResult  `json:"result,omitempty"`
-}
-
-type ringReportBody struct {
-	Index    int    `json:"i"`
-	Sent     int    `json:"sent"`
-	Bits     int    `json:"bits"`
-	Decided  bool   `json:"decided"`
-	Elected  bool   `json:"elected"`
-	Leader   uint64 `json:"leader"`
-	LastSend int64  `json:"last_send"` // network clock, Unix ns; 0 if none
-	Final    bool   `json:"final"`     // answer to COLLECT
-}
+const (
+	ringElect   = control.RingElect
+	ringHello   = control.RingHello
+	ringHere    = control.RingHere
+	ringStart   = control.RingStart
+	ringCollect = control.RingCollect
+	ringReport  = control.RingReportOp
+	ringResult  = control.RingResultOp
+)
 
 // Timing of the coordination, in real time.
 const (

@@ -101,7 +101,7 @@ func ringElect(o *options, host, alg string, unit time.Duration) (*control.RingR
 		return nil, fmt.Errorf("open UDP socket: %w", err)
 	}
 	defer conn.Close()
-	payload, err := json.Marshal(map[string]any{"op": "elect", "alg": alg, "unit": unit})
+	payload, err := json.Marshal(control.RingCtl{Op: control.RingElect, Algorithm: alg, Unit: unit})
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +127,8 @@ func ringElect(o *options, host, alg string, unit time.Duration) (*control.RingR
 		if err != nil || e.Kind != tsp.ExtRingCtl || e.Seq != seq {
 			continue
 		}
-		var c struct {
-			Op     string              `json:"op"`
-			Result *control.RingResult `json:"result"`
-		}
-		if err := json.Unmarshal(e.Payload, &c); err != nil || c.Op != "result" || c.Result == nil {
+		var c control.RingCtl
+		if err := json.Unmarshal(e.Payload, &c); err != nil || c.Op != control.RingResultOp || c.Result == nil {
 			continue
 		}
 		if c.Result.Leader == "" && c.Result.Error == "" {

@@ -254,3 +254,39 @@ type RingMember struct {
 	Addr string `json:"address,omitempty"`
 	ID   uint64 `json:"id"`
 }
+
+// Ring control: the payload (JSON) of tsp.ExtRingCtl packets, between
+// timedc and the coordinating daemon (elect, result) and among the daemons
+// (hello, here, start, collect, report).
+type RingCtl struct {
+	Op        string        `json:"op"`
+	Algorithm string        `json:"alg,omitempty"`
+	Unit      time.Duration `json:"unit,omitempty"` // bound on a link delay; a tick is two
+	Members   []RingMember  `json:"members,omitempty"`
+	T0        int64         `json:"t0,omitempty"` // start, network clock, Unix ns
+	Report    *RingReport   `json:"report,omitempty"`
+	Result    *RingResult   `json:"result,omitempty"`
+}
+
+// Ring control operations.
+const (
+	RingElect    = "elect"   // timedc → coordinator
+	RingHello    = "hello"   // coordinator → all: who is there?
+	RingHere     = "here"    // member → coordinator
+	RingStart    = "start"   // coordinator → members
+	RingCollect  = "collect" // coordinator → members: your counts, please
+	RingReportOp = "report"  // member → coordinator
+	RingResultOp = "result"  // coordinator → timedc
+)
+
+// RingReport is one node's counts and decision.
+type RingReport struct {
+	Index    int    `json:"i"`
+	Sent     int    `json:"sent"`
+	Bits     int    `json:"bits"`
+	Decided  bool   `json:"decided"`
+	Elected  bool   `json:"elected"`
+	Leader   uint64 `json:"leader"`
+	LastSend int64  `json:"last_send"` // network clock, Unix ns; 0 if none
+	Final    bool   `json:"final"`     // answer to COLLECT
+}
