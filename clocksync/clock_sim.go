@@ -154,14 +154,6 @@ func (c *SimClock) Offset() time.Duration {
 	return time.Duration(math.Round(c.off))
 }
 
-// SetDrift changes the natural drift from now on (fault injection).
-func (c *SimClock) SetDrift(ppm float64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.advance(c.src.Now())
-	c.drift = ppm
-}
-
 // ParseSimSpec parses "sim:offset=+350ms,drift=-40ppm[,slew=500ppm]". Keys
 // may come in any order, each at most once; missing keys are zero (slew:
 // 500 ppm). "sim" alone is a clock without offset or drift.

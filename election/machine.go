@@ -125,9 +125,6 @@ func (m *Machine) State() State { return m.state }
 // StateSince is when the machine entered its current state.
 func (m *Machine) StateSince() time.Time { return m.stateSince }
 
-// Running reports whether the machine has been started and not stopped.
-func (m *Machine) Running() bool { return m.running }
-
 // Master returns the master this daemon follows, if it knows one; a master
 // returns itself.
 func (m *Machine) Master() (Peer, bool) {
@@ -213,6 +210,12 @@ func (m *Machine) cancelTimer(id TimerID) {
 func (m *Machine) isTrusted(name string) bool {
 	return m.trusted == nil || m.trusted[strings.ToLower(name)]
 }
+
+// Trusted is BSD's good_host_name for name: true with no -F list, for the
+// daemon itself, and for the listed hosts (case-insensitive). The daemon
+// asks it for the network time and the date path, so both follow the list
+// the machine enforces, reloads included.
+func (m *Machine) Trusted(name string) bool { return m.isTrusted(name) }
 
 // become moves to state s, cancelling the timers and sends that belong to
 // the state left.

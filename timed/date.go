@@ -39,10 +39,11 @@ func (d *Daemon) datePacket(p tsp.Packet, r tsp.Received) {
 		role = clocksync.DateSlave
 	}
 	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(),
-		Queued: time.Since(r.At), Trusted: d.trusted(p.Name)}
+		Queued: time.Since(r.At), Trusted: d.m.Trusted(p.Name)}
 	if p.Type == tsp.SetDateReq {
 		req.KnownSlave = d.m.IsSlave(p.Name)
-		req.NewSeq = d.st.dateSeq[p.Name] != p.Seq || !d.st.dateSeqSeen[p.Name]
+		last, seen := d.st.dateSeq[p.Name]
+		req.NewSeq = !seen || last != p.Seq
 	}
 	dec := clocksync.DecideDate(role, req, d.clock.Now(), d.cfg.Sync.StepThreshold)
 	log := d.log.WithFields(logrus.Fields{"type": p.Type.String(), "from": p.Name, "addr": r.From.String()})
@@ -57,7 +58,7 @@ func (d *Daemon) datePacket(p tsp.Packet, r tsp.Received) {
 		return
 	}
 	if p.Type == tsp.SetDateReq {
-		d.st.dateSeq[p.Name], d.st.dateSeqSeen[p.Name] = p.Seq, true
+		d.st.dateSeq[p.Name] = p.Seq
 	}
 	log = log.WithField("to", dec.Target.UTC().Format(time.RFC3339Nano))
 	if dec.DateAck {

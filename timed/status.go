@@ -25,7 +25,6 @@ type status struct {
 	unknownTypes   uint64
 
 	dateSeq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
-	dateSeqSeen  map[string]bool
 	dateSeqNext  uint16
 	dateForwards map[uint16]*dateForward
 }
@@ -35,7 +34,6 @@ func (s *status) init(d *Daemon) {
 	s.trace = d.cfg.Trace
 	s.slaves = map[string]*control.Slave{}
 	s.dateSeq = map[string]uint16{}
-	s.dateSeqSeen = map[string]bool{}
 	s.dateForwards = map[uint16]*dateForward{}
 }
 

@@ -2,7 +2,6 @@ package timed
 
 import (
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -36,7 +35,7 @@ func (d *Daemon) startSyncRound(r election.SyncRound) {
 	}
 	trusted := make([]bool, len(r.Slaves))
 	for i, s := range r.Slaves {
-		trusted[i] = d.trusted(s.Name)
+		trusted[i] = d.m.Trusted(s.Name)
 	}
 	deadline := time.Now().Add(d.roundBudget())
 	dictate := d.st.dictate > 0
@@ -121,18 +120,4 @@ func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
 	d.st.corrected(a)
 	d.metrics.corrected(a)
 	d.log.WithFields(fields).Info("clock corrected")
-}
-
-// trusted is the daemon's view of BSD's good_host_name, for the network
-// time: with no -F list everyone is trusted, and so is this host.
-func (d *Daemon) trusted(name string) bool {
-	if len(d.cfg.Trusted) == 0 || strings.EqualFold(name, d.hostname) {
-		return true
-	}
-	for _, t := range d.cfg.Trusted {
-		if strings.EqualFold(t, name) {
-			return true
-		}
-	}
-	return false
 }

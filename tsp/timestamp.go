@@ -3,6 +3,7 @@ package tsp
 import (
 	"encoding/binary"
 	"net"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,9 +18,14 @@ func EnableRxTimestamps(conn *net.UDPConn) error {
 	if err != nil {
 		return err
 	}
+	return setSockOpt(rc, unix.SO_TIMESTAMPNS)
+}
+
+// setSockOpt turns a SOL_SOCKET option on for a raw socket.
+func setSockOpt(rc syscall.RawConn, opt int) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, 1)
 	}); err != nil {
 		return err
 	}

@@ -208,13 +208,7 @@ func servedNetworks(cfg TransportConfig) ([]Network, []netip.AddrPort, error) {
 // usual bind failures into advice.
 func listenUDP(addr netip.AddrPort) (*net.UDPConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
+		return setSockOpt(c, unix.SO_BROADCAST)
 	}}
 	pc, err := lc.ListenPacket(context.Background(), "udp4", addr.String())
 	if err != nil {

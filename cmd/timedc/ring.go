@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"text/tabwriter"
 	"time"
 
@@ -96,11 +96,6 @@ func ringElect(o *options, host, alg string, unit time.Duration) (*control.RingR
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.ListenUDP("udp4", nil)
-	if err != nil {
-		return nil, fmt.Errorf("open UDP socket: %w", err)
-	}
-	defer conn.Close()
 	payload, err := json.Marshal(control.RingCtl{Op: control.RingElect, Algorithm: alg, Unit: unit})
 	if err != nil {
 		return nil, err
@@ -110,30 +105,24 @@ func ringElect(o *options, host, alg string, unit time.Duration) (*control.RingR
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.WriteToUDP(b, addr); err != nil {
-		return nil, fmt.Errorf("send to %v: %w", addr, err)
-	}
-	wait := o.wait(90 * time.Second)
-	if err := conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, _, err := conn.ReadFromUDP(buf)
-		if err != nil {
-			return nil, fmt.Errorf("no ring election result from %v within %v: %w", addr, wait, err)
-		}
-		e, err := tsp.UnmarshalExt(buf[:n])
+	var res *control.RingResult
+	err = roundTrip(context.Background(), addr, b, o.wait(90*time.Second), func(d []byte) bool {
+		e, err := tsp.UnmarshalExt(d)
 		if err != nil || e.Kind != tsp.ExtRingCtl || e.Seq != seq {
-			continue
+			return false
 		}
 		var c control.RingCtl
 		if err := json.Unmarshal(e.Payload, &c); err != nil || c.Op != control.RingResultOp || c.Result == nil {
-			continue
+			return false
 		}
-		if c.Result.Leader == "" && c.Result.Error == "" {
-			c.Result.Error = "no leader"
-		}
-		return c.Result, nil
+		res = c.Result
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ring election: %w", err)
 	}
+	if res.Leader == "" && res.Error == "" {
+		res.Error = "no leader"
+	}
+	return res, nil
 }

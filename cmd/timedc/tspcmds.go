@@ -41,47 +41,62 @@ func ownName() string {
 // passed for a reply that want accepts. Replies it does not want are
 // skipped, like BSD's timedc does with stray packets.
 func exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Duration, want func(tsp.Packet) bool) (tsp.Packet, error) {
-	conn, err := net.ListenUDP("udp4", nil)
-	if err != nil {
-		return tsp.Packet{}, fmt.Errorf("open UDP socket: %w", err)
-	}
-	defer conn.Close()
 	b, err := p.Marshal()
 	if err != nil {
 		return tsp.Packet{}, err
 	}
-	if _, err := conn.WriteToUDP(b, addr); err != nil {
-		return tsp.Packet{}, fmt.Errorf("send %v to %v: %w", p.Type, addr, err)
+	var reply tsp.Packet
+	var accept func([]byte) bool
+	if want != nil {
+		accept = func(d []byte) bool {
+			r, err := tsp.Unmarshal(d)
+			if err != nil || !want(r) {
+				return false // BSD: "wrong/unknown ack received"; keep waiting for a good one
+			}
+			reply = r
+			return true
+		}
 	}
-	if want == nil {
-		return tsp.Packet{}, nil
+	if err := roundTrip(ctx, addr, b, wait, accept); err != nil {
+		return tsp.Packet{}, err
+	}
+	return reply, nil
+}
+
+// roundTrip sends one datagram from a fresh socket and, if accept is not
+// nil, reads the answers from addr's host until accept takes one or wait
+// (or ctx) runs out.
+func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Duration, accept func([]byte) bool) error {
+	conn, err := net.ListenUDP("udp4", nil)
+	if err != nil {
+		return fmt.Errorf("open UDP socket: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.WriteToUDP(b, addr); err != nil {
+		return fmt.Errorf("send to %v: %w", addr, err)
+	}
+	if accept == nil {
+		return nil
 	}
 	deadline := time.Now().Add(wait)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
 	if err := conn.SetReadDeadline(deadline); err != nil {
-		return tsp.Packet{}, err
+		return err
 	}
-	buf := make([]byte, 2048)
+	buf := make([]byte, 64<<10)
 	for {
 		n, from, err := conn.ReadFromUDP(buf)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return tsp.Packet{}, fmt.Errorf("communication error with %v: no answer in %v", addr, wait)
+				return fmt.Errorf("communication error with %v: no answer in %v", addr, wait)
 			}
-			return tsp.Packet{}, fmt.Errorf("communication error with %v: %w", addr, err)
+			return fmt.Errorf("communication error with %v: %w", addr, err)
 		}
-		if !from.IP.Equal(addr.IP) {
-			continue
-		}
-		reply, err := tsp.Unmarshal(buf[:n])
-		if err != nil {
-			continue // BSD: "wrong/unknown ack received"; keep waiting for a good one
-		}
-		if want(reply) {
-			return reply, nil
+		if from.IP.Equal(addr.IP) && accept(buf[:n]) {
+			return nil
 		}
 	}
 }
