@@ -75,6 +75,10 @@ func ZeroResult(r SyncRound) SyncResult {
 type Correction struct {
 	Name  string
 	Delta time.Duration
+	// Set sends the slave SETTIME (the network time) instead of
+	// ADJTIME(Delta): the clock layer's call for corrections at or above
+	// its step threshold (BSD correct(): 20 s).
+	Set bool
 }
 
 func (Start) isEvent()         {}

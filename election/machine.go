@@ -889,22 +889,22 @@ func (m *Machine) syncResult(r SyncResult) {
 		return
 	}
 	m.roundDone = true
-	got := make(map[string]time.Duration, len(r.Corrections))
+	got := make(map[string]Correction, len(r.Corrections))
 	for _, c := range r.Corrections {
-		got[c.Name] = c.Delta
+		got[c.Name] = c
 	}
 	for _, s := range m.Slaves() {
 		sl := m.slaves[s.Name]
-		d, ok := got[s.Name]
+		c, ok := got[s.Name]
 		if !ok {
 			m.slaveFailed(s.Name)
 			continue
 		}
-		if sl.needSet {
+		if sl.needSet || c.Set {
 			m.setTime(sl, r.Own)
 			continue
 		}
-		tv, err := tsp.DurationTimeval(d)
+		tv, err := tsp.DurationTimeval(c.Delta)
 		if err != nil {
 			m.setTime(sl, r.Own)
 			continue

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -573,5 +574,33 @@ func TestSetTrustedReload(t *testing.T) {
 	m.SetTrusted(nil)
 	if !m.isTrusted("anyone") {
 		t.Fatal("emptied list must trust everyone again")
+	}
+}
+
+// TestLargeCorrectionIsSetTime: a correction the clock layer marks Set
+// (at or above its step threshold) goes out as SETTIME, a small one as
+// ADJTIME, once the new slave's first SETTIME was acknowledged.
+func TestLargeCorrectionIsSetTime(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s", addr(2))
+	var got []tsp.Type
+	for _, c := range []Correction{{Name: "s"}, {Name: "s", Delta: 30 * time.Second, Set: true}, {Name: "s", Delta: 10 * time.Millisecond}} {
+		var sr SyncRound
+		for _, a := range h.fire(TimerSync) {
+			if r, ok := a.(SyncRound); ok {
+				sr = r
+			}
+		}
+		for _, s := range sends(h.step(SyncResult{Round: sr.Round, Corrections: []Correction{c}})) {
+			if s.To == addr(2) {
+				got = append(got, s.Packet.Type)
+				h.recv(tsp.Ack, s.Packet.Seq, "s", addr(2))
+			}
+		}
+	}
+	want := []tsp.Type{tsp.SetTime, tsp.SetTime, tsp.AdjTime} // new slave, Set, small
+	if !slices.Equal(got, want) {
+		t.Fatalf("sent %v, want %v", got, want)
 	}
 }

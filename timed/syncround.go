@@ -8,6 +8,7 @@ import (
 
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/tsp"
 )
 
 // syncDone carries a finished round back to the loop: what the machine
@@ -57,12 +58,17 @@ func (d *Daemon) startSyncRound(r election.SyncRound) {
 			done.network = clocksync.NetworkTime(offsets, clocksync.NetworkOptions{})
 		}
 		done.result.Own = done.network.Offset
+		opt := clocksync.CorrectOptions{StepThreshold: d.cfg.Sync.StepThreshold}
 		for i, m := range res {
 			if m.Err != nil {
 				continue // the machine counts a missing slave as a failed round
 			}
-			delta := done.network.Offset - m.Offset
-			done.result.Corrections = append(done.result.Corrections, election.Correction{Name: r.Slaves[i].Name, Delta: delta})
+			// BSD's correct(): ADJTIME below the step threshold, SETTIME
+			// (carrying the network time, which the machine stamps) at or
+			// above it.
+			plan := clocksync.PlanCorrection(done.network.Offset, m.Offset, false, time.Time{}, opt)
+			done.result.Corrections = append(done.result.Corrections, election.Correction{
+				Name: r.Slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
 		}
 		select {
 		case d.syncCh <- done:
