@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/timed-project/timed/internal/sockopt"
 	"github.com/timed-project/timed/tsp"
 )
 
@@ -35,7 +36,7 @@ func ListenUDP(addr string) (*UDPConn, error) {
 // NewUDPConn wraps an open UDP socket, enabling kernel receive timestamps
 // where the platform has them.
 func NewUDPConn(c *net.UDPConn) *UDPConn {
-	return &UDPConn{c: c, stamped: tsp.EnableRxTimestamps(c) == nil}
+	return &UDPConn{c: c, stamped: sockopt.EnableRxTimestamps(c) == nil}
 }
 
 // LocalAddr is the socket's address.
@@ -90,7 +91,7 @@ func (u *UDPConn) ReadExt(ctx context.Context) (Datagram, error) {
 		}
 		d := Datagram{Packet: p, From: from}
 		if u.stamped {
-			if at, ok := tsp.RxTimestamp(oob[:oobn]); ok {
+			if at, ok := sockopt.RxTimestamp(oob[:oobn]); ok {
 				if w := now.Sub(at); w > 0 && w < time.Second {
 					d.Waited = w
 				}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/timed-project/timed/internal/sockopt"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
@@ -160,7 +161,7 @@ func Listen(cfg TransportConfig) (*Transport, error) {
 		conn.Close()
 		return nil, fmt.Errorf("tsp: enable IP_PKTINFO: %w", err)
 	}
-	if err := EnableRxTimestamps(conn); err != nil {
+	if err := sockopt.EnableRxTimestamps(conn); err != nil {
 		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
 	}
 	t := &Transport{
@@ -208,7 +209,7 @@ func servedNetworks(cfg TransportConfig) ([]Network, []netip.AddrPort, error) {
 // usual bind failures into advice.
 func listenUDP(addr netip.AddrPort) (*net.UDPConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		return setSockOpt(c, unix.SO_BROADCAST)
+		return sockopt.Enable(c, unix.SO_BROADCAST)
 	}}
 	pc, err := lc.ListenPacket(context.Background(), "udp4", addr.String())
 	if err != nil {
@@ -411,7 +412,7 @@ func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, 
 			r.Dst = a.Unmap()
 		}
 	}
-	if at, ok := RxTimestamp(oob); ok {
+	if at, ok := sockopt.RxTimestamp(oob); ok {
 		r.At = at
 	}
 	reason, err := t.classify(b, truncated, &r)

@@ -1,4 +1,8 @@
-package tsp
+// Package sockopt holds the few socket options that both the TSP transport
+// (tsp/udp) and the clock probe's own sockets (clocksync) set, so that
+// neither imports the other for them: kernel receive timestamps and
+// boolean SOL_SOCKET options.
+package sockopt
 
 import (
 	"encoding/binary"
@@ -18,11 +22,11 @@ func EnableRxTimestamps(conn *net.UDPConn) error {
 	if err != nil {
 		return err
 	}
-	return setSockOpt(rc, unix.SO_TIMESTAMPNS)
+	return Enable(rc, unix.SO_TIMESTAMPNS)
 }
 
-// setSockOpt turns a SOL_SOCKET option on for a raw socket.
-func setSockOpt(rc syscall.RawConn, opt int) error {
+// Enable turns a SOL_SOCKET option on for a raw socket.
+func Enable(rc syscall.RawConn, opt int) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, 1)
