@@ -19,6 +19,7 @@ import (
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // Daemon is one running timed.
@@ -26,8 +27,8 @@ type Daemon struct {
 	cfg      *config.Config
 	log      *logrus.Logger
 	hostname string
-	tr       *tsp.Transport
-	network  tsp.Network // the network the election runs on
+	tr       *udp.Transport
+	network  udp.Network // the network the election runs on
 	m        *election.Machine
 	clock    clocksync.Clock
 	applier  *clocksync.Applier
@@ -122,7 +123,7 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	if err != nil {
 		return nil, err
 	}
-	d.tr, err = tsp.Listen(tsp.TransportConfig{
+	d.tr, err = udp.Listen(udp.Config{
 		Port:       cfg.Port,
 		Interfaces: cfg.Interfaces,
 		UseOnly:    cfg.Networks,
@@ -230,7 +231,7 @@ func (d *Daemon) closeResources() {
 }
 
 // extSender lets the probe client send through the transport.
-type extSender struct{ tr *tsp.Transport }
+type extSender struct{ tr *udp.Transport }
 
 func (s extSender) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error { return s.tr.SendExt(&p, to) }
 

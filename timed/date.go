@@ -9,6 +9,7 @@ import (
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // The date path (facts §4): date(1) sends SETDATE to its local timed; a
@@ -26,7 +27,7 @@ type dateForward struct {
 	to        netip.AddrPort
 }
 
-func (d *Daemon) datePacket(p tsp.Packet, r tsp.Received) {
+func (d *Daemon) datePacket(p tsp.Packet, r udp.Received) {
 	if p.Type == tsp.DateAck {
 		d.dateAcked(p)
 		return

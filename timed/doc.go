@@ -1,6 +1,6 @@
-// Package timed is the daemon: it wires the TSP transport, the election
-// state machine, clock synchronisation and the timers together, and serves
-// the control socket and metrics.
+// Package timed is the daemon: it wires the TSP transport (tsp/udp), the
+// election state machine, clock synchronisation and the timers together,
+// and serves the control socket and metrics.
 //
 // One goroutine owns all of the daemon's state (Run's loop). Packets,
 // timer firings, the results of sync rounds, control requests and reloads

@@ -5,12 +5,13 @@ import (
 
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // receiveExt handles our version-2 extensions: clock probes are answered
 // at once (their timestamps are backdated to the kernel's arrival stamp,
 // so time spent queued here does not count), replies go to the prober.
-func (d *Daemon) receiveExt(r tsp.Received) {
+func (d *Daemon) receiveExt(r udp.Received) {
 	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, Waited: time.Since(r.At)}
 	switch r.Ext.Kind {
 	case tsp.ExtProbe:

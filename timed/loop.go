@@ -8,6 +8,7 @@ import (
 
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // timerEntry is a running timer; gen tells a firing of this timer from one
@@ -160,7 +161,7 @@ func (d *Daemon) electionSeen() {
 // receive dispatches one datagram: extensions to the probe, the admin
 // types (BSD answers them outside the election) here, the rest to the
 // machine.
-func (d *Daemon) receive(r tsp.Received) {
+func (d *Daemon) receive(r udp.Received) {
 	if r.Ext != nil {
 		d.receiveExt(r)
 		return

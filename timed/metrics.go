@@ -14,7 +14,7 @@ import (
 
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/election"
-	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // metrics are the Prometheus metrics, served only when --metrics-listen is
@@ -123,7 +123,7 @@ func (m *metrics) roundMeasured(s syncDone) {
 
 // transportCollector exposes the transport's packet counters, read at
 // scrape time (they are safe for concurrent use).
-type transportCollector struct{ tr *tsp.Transport }
+type transportCollector struct{ tr *udp.Transport }
 
 var (
 	packetsDesc = prometheus.NewDesc("timed_packets_total", "TSP packets by type and direction.", []string{"type", "direction"}, nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/timed-project/timed/election/ring"
 	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // Live ring elections (`timedc ring elect`): the election/ring machines run
@@ -156,7 +157,7 @@ func (q *ringQueue) Pop() any {
 }
 
 // ringControl handles an ExtRingCtl packet.
-func (d *Daemon) ringControl(r tsp.Received) {
+func (d *Daemon) ringControl(r udp.Received) {
 	var c ringCtl
 	if err := json.Unmarshal(r.Ext.Payload, &c); err != nil {
 		d.log.WithError(err).WithField("from", r.From.String()).Debug("dropped: bad ring control")
@@ -477,7 +478,7 @@ func (d *Daemon) ringInPort(rn *ringNode, from int, out ring.Port) ring.Port {
 }
 
 // ringMessage handles an ExtRing packet.
-func (d *Daemon) ringMessage(r tsp.Received) {
+func (d *Daemon) ringMessage(r udp.Received) {
 	rn := d.ring.node
 	if rn == nil || rn.id != r.Ext.Seq {
 		d.log.WithField("from", r.From.String()).Debug("dropped: ring message for no election of ours")

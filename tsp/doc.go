@@ -1,10 +1,26 @@
-// Package tsp owns the Time Synchronization Protocol of 4.3BSD timed: the
-// 268-byte wire format that FreeBSD's daemon sends (and the shorter 4.3BSD
-// forms it still accepts), and the UDP transport that carries it between
-// daemons.
+// Package tsp is the wire format of the Time Synchronization Protocol of
+// 4.3BSD timed: the 268-byte packet that FreeBSD's daemon sends (and the
+// shorter 4.3BSD forms it still accepts), the message types, the
+// (seconds, microseconds) time it carries, and this project's version-2
+// extension framing (ExtPacket) that BSD daemons drop unread.
 //
-// The package knows nothing of elections or clocks: it encodes, decodes,
-// sends and receives. Decoding accepts exactly what the BSD receiver
-// (readmsg.c) accepts, so that a daemon built on it interoperates with BSD
-// daemons in both directions.
+// The package encodes and decodes bytes, and does nothing else: it opens
+// no socket, reads no file, performs no I/O and imports neither net, os
+// nor syscall, so that pure packages such as the election state machine
+// can use it without pulling the network into their build. The UDP
+// transport that carries these packets between daemons is package
+// tsp/udp; a test in internal/archtest keeps the two apart.
+//
+// A packet, every field big-endian (byteorder.c):
+//
+//	0 type | 1 version | 2..3 seq
+//	4..11 union: time (4..7 seconds, 8..11 microseconds) for ADJTIME,
+//	      SETTIME, SETDATE and SETDATEREQ; hop count (byte 4) for LOOP;
+//	      zero for every other type (ignored when read)
+//	12..267 the sender's host name, NUL-terminated (4.3BSD sent 32 or 64
+//	      name bytes: 44- and 76-byte packets)
+//
+// Decoding accepts exactly what the BSD receiver (readmsg.c) accepts, so
+// that a daemon built on it interoperates with BSD daemons in both
+// directions.
 package tsp

@@ -1,6 +1,10 @@
-package tsp
+package udp
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/timed-project/timed/tsp"
+)
 
 // DropReason says why the receiver dropped a datagram. The first five are
 // BSD readmsg's checks, in its order.
@@ -33,10 +37,10 @@ func (r DropReason) String() string {
 // counts. Received counts datagrams delivered on Packets(); every other
 // datagram read is in Dropped.
 type Stats struct {
-	Received    map[Type]uint64
-	Sent        map[Type]uint64
-	ReceivedExt map[ExtKind]uint64
-	SentExt     map[ExtKind]uint64
+	Received    map[tsp.Type]uint64
+	Sent        map[tsp.Type]uint64
+	ReceivedExt map[tsp.ExtKind]uint64
+	SentExt     map[tsp.ExtKind]uint64
 	Dropped     map[DropReason]uint64
 	ReadErrors  uint64
 	SendErrors  uint64
@@ -51,19 +55,19 @@ type counters struct {
 
 func (c *counters) snapshot() Stats {
 	s := Stats{
-		Received:    map[Type]uint64{},
-		Sent:        map[Type]uint64{},
-		ReceivedExt: map[ExtKind]uint64{},
-		SentExt:     map[ExtKind]uint64{},
+		Received:    map[tsp.Type]uint64{},
+		Sent:        map[tsp.Type]uint64{},
+		ReceivedExt: map[tsp.ExtKind]uint64{},
+		SentExt:     map[tsp.ExtKind]uint64{},
 		Dropped:     map[DropReason]uint64{},
 		ReadErrors:  c.readErrors.Load(),
 		SendErrors:  c.sendErrors.Load(),
 	}
 	for i := range 256 {
-		put(s.Received, Type(i), c.recv[i].Load())
-		put(s.Sent, Type(i), c.sent[i].Load())
-		put(s.ReceivedExt, ExtKind(i), c.recvExt[i].Load())
-		put(s.SentExt, ExtKind(i), c.sentExt[i].Load())
+		put(s.Received, tsp.Type(i), c.recv[i].Load())
+		put(s.Sent, tsp.Type(i), c.sent[i].Load())
+		put(s.ReceivedExt, tsp.ExtKind(i), c.recvExt[i].Load())
+		put(s.SentExt, tsp.ExtKind(i), c.sentExt[i].Load())
 	}
 	for i := range numDropReasons {
 		put(s.Dropped, i, c.dropped[i].Load())

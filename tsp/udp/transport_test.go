@@ -1,4 +1,4 @@
-package tsp
+package udp
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/timed-project/timed/tsp"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
@@ -27,7 +28,7 @@ const wait = 10 * time.Second
 
 var localhost = netip.MustParseAddr("127.0.0.1")
 
-func listen(t *testing.T, cfg TransportConfig) *Transport {
+func listen(t *testing.T, cfg Config) *Transport {
 	t.Helper()
 	if cfg.Port == 0 {
 		cfg.Port = AnyPort
@@ -80,14 +81,14 @@ func awaitN(t *testing.T, ch <-chan struct{}, n int, what string) {
 	}
 }
 
-func sample(ty Type, seq uint16) Packet {
-	p := Packet{Type: ty, Seq: seq}
+func sample(ty tsp.Type, seq uint16) tsp.Packet {
+	p := tsp.Packet{Type: ty, Seq: seq}
 	switch {
-	case ty == AdjTime:
-		p.Time = Timeval{Sec: -1, Usec: 990000}
+	case ty == tsp.AdjTime:
+		p.Time = tsp.Timeval{Sec: -1, Usec: 990000}
 	case ty.CarriesTime():
-		p.Time = Timeval{Sec: 1_700_000_000, Usec: 123456}
-	case ty == Loop:
+		p.Time = tsp.Timeval{Sec: 1_700_000_000, Usec: 123456}
+	case ty == tsp.Loop:
 		p.HopCount = 10
 	}
 	return p
@@ -97,11 +98,11 @@ func sample(ty Type, seq uint16) Packet {
 // unknown type and an extension message, and each arrives as sent, with
 // its source, destination, interface, network and a kernel timestamp.
 func TestExchangeEveryType(t *testing.T) {
-	a := listen(t, TransportConfig{Hostname: "alpha"})
-	b := listen(t, TransportConfig{Hostname: "beta"})
+	a := listen(t, Config{Hostname: "alpha"})
+	b := listen(t, Config{Hostname: "beta"})
 	lo := b.Networks()[0]
-	types := []Type{}
-	for ty := range Type(NumTypes) {
+	types := []tsp.Type{}
+	for ty := range tsp.Type(tsp.NumTypes) {
 		types = append(types, ty)
 	}
 	types = append(types, 200) // unknown: delivered, the caller drops it
@@ -116,19 +117,19 @@ func TestExchangeEveryType(t *testing.T) {
 			}
 			r := recv(t, to)
 			want := p
-			want.Version, want.Name = Version, from.Hostname() // filled in by Send
+			want.Version, want.Name = tsp.Version, from.Hostname() // filled in by Send
 			if r.Packet == nil || r.Ext != nil || *r.Packet != want {
 				t.Fatalf("%v: got %+v, want %+v", ty, r.Packet, want)
 			}
 			checkMeta(t, r, from, lo, localhost, before)
 		}
-		e := ExtPacket{Kind: ExtProbe, Seq: 77, Payload: []byte{1, 2, 3, 4}}
+		e := tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: 77, Payload: []byte{1, 2, 3, 4}}
 		before := time.Now()
 		if err := from.SendExt(&e, addr(to)); err != nil {
 			t.Fatal(err)
 		}
 		r := recv(t, to)
-		if r.Ext == nil || r.Packet != nil || r.Ext.Kind != ExtProbe || r.Ext.Seq != 77 ||
+		if r.Ext == nil || r.Packet != nil || r.Ext.Kind != tsp.ExtProbe || r.Ext.Seq != 77 ||
 			r.Ext.Name != from.Hostname() || !bytes.Equal(r.Ext.Payload, e.Payload) {
 			t.Fatalf("ext: got %+v", r.Ext)
 		}
@@ -141,7 +142,7 @@ func TestExchangeEveryType(t *testing.T) {
 				t.Errorf("%s %v: received %d, sent %d, want 1 and 1", tr.Hostname(), ty, s.Received[ty], s.Sent[ty])
 			}
 		}
-		if s.ReceivedExt[ExtProbe] != 1 || s.SentExt[ExtProbe] != 1 || len(s.Dropped) != 0 {
+		if s.ReceivedExt[tsp.ExtProbe] != 1 || s.SentExt[tsp.ExtProbe] != 1 || len(s.Dropped) != 0 {
 			t.Errorf("%s: stats %+v", tr.Hostname(), s)
 		}
 	}
@@ -176,41 +177,41 @@ func TestPeersFanOut(t *testing.T) {
 	var rs []*Transport
 	var peers []netip.AddrPort
 	for _, name := range []string{"r1", "r2", "r3"} {
-		r := listen(t, TransportConfig{Hostname: name})
+		r := listen(t, Config{Hostname: name})
 		rs = append(rs, r)
 		peers = append(peers, addr(r))
 	}
-	s := listen(t, TransportConfig{Hostname: "s", Peers: peers})
+	s := listen(t, Config{Hostname: "s", Peers: peers})
 	nets := s.Networks()
 	if len(nets) != 1 || !nets[0].Peers || !slices.Equal(s.Peers(), peers) {
 		t.Fatalf("peers mode networks %v, peers %v", nets, s.Peers())
 	}
-	if err := s.BroadcastAll(&Packet{Type: MasterUp, Seq: 1}); err != nil {
+	if err := s.BroadcastAll(&tsp.Packet{Type: tsp.MasterUp, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Broadcast(&Packet{Type: Election, Seq: 2}, nets[0]); err != nil {
+	if err := s.Broadcast(&tsp.Packet{Type: tsp.Election, Seq: 2}, nets[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.BroadcastAllExt(&ExtPacket{Kind: ExtRing, Seq: 3}); err != nil {
+	if err := s.BroadcastAllExt(&tsp.ExtPacket{Kind: tsp.ExtRing, Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.BroadcastExt(&ExtPacket{Kind: ExtRingCtl, Seq: 4}, nets[0]); err != nil {
+	if err := s.BroadcastExt(&tsp.ExtPacket{Kind: tsp.ExtRingCtl, Seq: 4}, nets[0]); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		for _, want := range []Type{MasterUp, Election} {
+		for _, want := range []tsp.Type{tsp.MasterUp, tsp.Election} {
 			got := recv(t, r)
 			if got.Packet == nil || got.Packet.Type != want || got.Packet.Name != "s" || got.From != addr(s) {
 				t.Errorf("%s: got %+v from %v, want %v from s", r.Hostname(), got.Packet, got.From, want)
 			}
 		}
-		for _, want := range []ExtKind{ExtRing, ExtRingCtl} {
+		for _, want := range []tsp.ExtKind{tsp.ExtRing, tsp.ExtRingCtl} {
 			got := recv(t, r)
 			if got.Ext == nil || got.Ext.Kind != want || got.Ext.Name != "s" {
 				t.Errorf("%s: got ext %+v, want %v", r.Hostname(), got.Ext, want)
 			}
 		}
-		if err := r.Send(&Packet{Type: SlaveUp}, addr(s)); err != nil {
+		if err := r.Send(&tsp.Packet{Type: tsp.SlaveUp}, addr(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,7 +226,7 @@ func TestPeersFanOut(t *testing.T) {
 	if len(got) != 3 {
 		t.Errorf("answers from %v, want r1..r3", got)
 	}
-	if s := s.Stats(); s.Sent[MasterUp] != 3 || s.Sent[Election] != 3 || s.SentExt[ExtRing] != 3 {
+	if s := s.Stats(); s.Sent[tsp.MasterUp] != 3 || s.Sent[tsp.Election] != 3 || s.SentExt[tsp.ExtRing] != 3 {
 		t.Errorf("sender stats %+v", s)
 	}
 }
@@ -233,14 +234,14 @@ func TestPeersFanOut(t *testing.T) {
 // TestBadDatagrams sends garbage from a plain socket: each is dropped and
 // counted under its reason, and the transport keeps working.
 func TestBadDatagrams(t *testing.T) {
-	tr := listen(t, TransportConfig{Hostname: "victim"})
+	tr := listen(t, Config{Hostname: "victim"})
 	raw, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(localhost, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	valid := func(ty Type) []byte {
-		p := Packet{Type: ty, Version: Version, Seq: 9, Name: "raw"}
+	valid := func(ty tsp.Type) []byte {
+		p := tsp.Packet{Type: ty, Version: tsp.Version, Seq: 9, Name: "raw"}
 		b, err := p.Marshal()
 		if err != nil {
 			t.Fatal(err)
@@ -252,25 +253,25 @@ func TestBadDatagrams(t *testing.T) {
 		copy(b, head)
 		return b
 	}
-	badVersion := valid(Ack)
+	badVersion := valid(tsp.Ack)
 	badVersion[1] = 7
-	noNUL := valid(Ack)
+	noNUL := valid(tsp.Ack)
 	for i := 12; i < len(noNUL); i++ {
 		noNUL[i] = 'x'
 	}
-	extShort := []byte{byte(ExtProbe), VersionExt, 0, 1, 0, 5, 0, 0} // claims 5 payload bytes
-	ext, _ := (&ExtPacket{Kind: ExtProbe, Name: "raw", Payload: []byte{1}}).Marshal()
+	extShort := []byte{byte(tsp.ExtProbe), tsp.VersionExt, 0, 1, 0, 5, 0, 0} // claims 5 payload bytes
+	ext, _ := (&tsp.ExtPacket{Kind: tsp.ExtProbe, Name: "raw", Payload: []byte{1}}).Marshal()
 
 	send := []struct {
 		b    []byte
 		want DropReason
 	}{
 		{nil, DropShort},
-		{valid(Ack)[:43], DropShort},
+		{valid(tsp.Ack)[:43], DropShort},
 		{badVersion, DropBadVersion},
-		{bytes10k([]byte{byte(Ack), 0x41}, 'A'), DropBadVersion},
+		{bytes10k([]byte{byte(tsp.Ack), 0x41}, 'A'), DropBadVersion},
 		{noNUL, DropNoNUL},
-		{bytes10k([]byte{byte(Ack), Version}, 'x'), DropNoNUL}, // NUL only past the 268 bytes read
+		{bytes10k([]byte{byte(tsp.Ack), tsp.Version}, 'x'), DropNoNUL}, // NUL only past the 268 bytes read
 		{extShort, DropBadExt},
 		{append(ext, 0), DropBadExt},                       // one byte too many
 		{bytes10k(ext, 0), DropBadExt},                     // cut by the read buffer
@@ -292,7 +293,7 @@ func TestBadDatagrams(t *testing.T) {
 		if len(b) > 1 {
 			b[1] = byte(3 + rng.IntN(253))
 		}
-		if len(b) >= MinPacketSize {
+		if len(b) >= tsp.MinPacketSize {
 			r = DropBadVersion
 		}
 		send = append(send, struct {
@@ -308,15 +309,15 @@ func TestBadDatagrams(t *testing.T) {
 	}
 	// Still receiving: a datagram longer than 268 bytes is cut, as BSD
 	// cuts it, and a valid one is delivered.
-	if _, err := raw.WriteToUDPAddrPort(bytes10k(valid(SlaveUp), 0), addr(tr)); err != nil {
+	if _, err := raw.WriteToUDPAddrPort(bytes10k(valid(tsp.SlaveUp), 0), addr(tr)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.WriteToUDPAddrPort(valid(MasterReq), addr(tr)); err != nil {
+	if _, err := raw.WriteToUDPAddrPort(valid(tsp.MasterReq), addr(tr)); err != nil {
 		t.Fatal(err)
 	}
-	got := []Type{recv(t, tr).Packet.Type, recv(t, tr).Packet.Type}
+	got := []tsp.Type{recv(t, tr).Packet.Type, recv(t, tr).Packet.Type}
 	slices.Sort(got)
-	if !slices.Equal(got, []Type{MasterReq, SlaveUp}) {
+	if !slices.Equal(got, []tsp.Type{tsp.MasterReq, tsp.SlaveUp}) {
 		t.Errorf("after the garbage: got %v, want MASTERREQ and SLAVEUP", got)
 	}
 	// One reader handles datagrams in arrival order, and loopback keeps
@@ -342,30 +343,30 @@ func mapsEqual[K comparable](a, b map[K]uint64) bool {
 // TestOwnEcho: our own packets are dropped unless BSD lets them through;
 // LOOP, broadcast on the loopback network, comes back to us.
 func TestOwnEcho(t *testing.T) {
-	tr := listen(t, TransportConfig{Hostname: "self"})
+	tr := listen(t, Config{Hostname: "self"})
 	lo := tr.Networks()[0]
-	if err := tr.Broadcast(&Packet{Type: MasterUp}, lo); err != nil {
+	if err := tr.Broadcast(&tsp.Packet{Type: tsp.MasterUp}, lo); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Send(&Packet{Type: AdjTime}, addr(tr)); err != nil {
+	if err := tr.Send(&tsp.Packet{Type: tsp.AdjTime}, addr(tr)); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.SendExt(&ExtPacket{Kind: ExtRing}, addr(tr)); err != nil {
+	if err := tr.SendExt(&tsp.ExtPacket{Kind: tsp.ExtRing}, addr(tr)); err != nil {
 		t.Fatal(err)
 	}
 	before := time.Now()
-	if err := tr.Broadcast(&Packet{Type: Loop, HopCount: 10}, lo); err != nil {
+	if err := tr.Broadcast(&tsp.Packet{Type: tsp.Loop, HopCount: 10}, lo); err != nil {
 		t.Fatal(err)
 	}
 	r := recv(t, tr)
-	if r.Packet == nil || r.Packet.Type != Loop || r.Packet.HopCount != 10 || r.Packet.Name != "self" {
+	if r.Packet == nil || r.Packet.Type != tsp.Loop || r.Packet.HopCount != 10 || r.Packet.Name != "self" {
 		t.Fatalf("got %+v, want our LOOP", r.Packet)
 	}
 	checkMeta(t, r, tr, lo, lo.Broadcast, before)
-	if err := tr.Send(&Packet{Type: SetDate}, addr(tr)); err != nil {
+	if err := tr.Send(&tsp.Packet{Type: tsp.SetDate}, addr(tr)); err != nil {
 		t.Fatal(err)
 	}
-	if r := recv(t, tr); r.Packet == nil || r.Packet.Type != SetDate {
+	if r := recv(t, tr); r.Packet == nil || r.Packet.Type != tsp.SetDate {
 		t.Fatalf("got %+v, want our SETDATE", r.Packet)
 	}
 	// The echoes were sent before SETDATE, so they are counted by now.
@@ -384,16 +385,16 @@ func TestClassify(t *testing.T) {
 	peers := &Transport{hostname: "me", networks: []Network{{Interface: "peers", Peers: true}}, peers: []netip.AddrPort{peer}}
 	ap := netip.MustParseAddrPort
 
-	fromAny := []Type{TraceOn, TraceOff, SetDate, MSite, Test}
-	fromSelf := []Type{SetDate, Test, MSite, TraceOn, TraceOff, Loop}
+	fromAny := []tsp.Type{tsp.TraceOn, tsp.TraceOff, tsp.SetDate, tsp.MSite, tsp.Test}
+	fromSelf := []tsp.Type{tsp.SetDate, tsp.Test, tsp.MSite, tsp.TraceOn, tsp.TraceOff, tsp.Loop}
 	classify := func(tr *Transport, b []byte, from netip.AddrPort) (Received, DropReason, error) {
 		r := Received{From: from}
 		reason, err := tr.classify(b, false, &r)
 		return r, reason, err
 	}
-	for ty := range Type(30) {
-		other, _ := (&Packet{Type: ty, Version: Version, Name: "other"}).Marshal()
-		me, _ := (&Packet{Type: ty, Version: Version, Name: "me"}).Marshal()
+	for ty := range tsp.Type(30) {
+		other, _ := (&tsp.Packet{Type: ty, Version: tsp.Version, Name: "other"}).Marshal()
+		me, _ := (&tsp.Packet{Type: ty, Version: tsp.Version, Name: "me"}).Marshal()
 
 		r, reason, err := classify(lan, other, ap("10.0.0.9:525"))
 		if err != nil || r.Network == nil || *r.Network != eth0 {
@@ -427,21 +428,21 @@ func TestClassify(t *testing.T) {
 	}
 	// Extension messages: same rules, but ring control (timedc's) passes
 	// from anywhere and under our own name, as BSD's timedc types do.
-	for _, k := range []ExtKind{ExtProbe, ExtProbeReply, ExtRing, ExtRingCtl, 99} {
-		other, _ := (&ExtPacket{Kind: k, Name: "other"}).Marshal()
-		me, _ := (&ExtPacket{Kind: k, Name: "me"}).Marshal()
+	for _, k := range []tsp.ExtKind{tsp.ExtProbe, tsp.ExtProbeReply, tsp.ExtRing, tsp.ExtRingCtl, 99} {
+		other, _ := (&tsp.ExtPacket{Kind: k, Name: "other"}).Marshal()
+		me, _ := (&tsp.ExtPacket{Kind: k, Name: "me"}).Marshal()
 		if _, reason, err := classify(lan, other, ap("10.0.0.9:525")); err != nil {
 			t.Errorf("ext %v from the LAN: %v", k, reason)
 		}
 		_, reason, err := classify(lan, other, ap("192.0.2.1:525"))
-		if (k == ExtRingCtl) != (err == nil) {
+		if (k == tsp.ExtRingCtl) != (err == nil) {
 			t.Errorf("ext %v from elsewhere: %v %v", k, reason, err)
 		}
 		_, reason, err = classify(lan, me, ap("10.0.0.5:525"))
-		if k == ExtRingCtl && err != nil {
+		if k == tsp.ExtRingCtl && err != nil {
 			t.Errorf("ring control under our own name (timedc beside its daemon): %v %v", reason, err)
 		}
-		if k != ExtRingCtl && reason != DropOwnEcho {
+		if k != tsp.ExtRingCtl && reason != DropOwnEcho {
 			t.Errorf("ext %v from self: %v, want own echo", k, reason)
 		}
 	}
@@ -455,10 +456,10 @@ func TestClassify(t *testing.T) {
 // the reader does not block.
 func TestQueueFull(t *testing.T) {
 	hook, done := processed()
-	q := listen(t, TransportConfig{Hostname: "q", QueueLen: 1, onDatagram: hook})
-	s := listen(t, TransportConfig{Hostname: "s"})
+	q := listen(t, Config{Hostname: "q", QueueLen: 1, onDatagram: hook})
+	s := listen(t, Config{Hostname: "s"})
 	for seq := range uint16(5) {
-		if err := s.Send(&Packet{Type: Ack, Seq: seq}, addr(q)); err != nil {
+		if err := s.Send(&tsp.Packet{Type: tsp.Ack, Seq: seq}, addr(q)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -466,17 +467,17 @@ func TestQueueFull(t *testing.T) {
 	if d := q.Stats().Dropped[DropQueueFull]; d != 4 {
 		t.Errorf("queue-full drops %d, want 4", d)
 	}
-	if st := q.Stats(); st.Received[Ack] != 1 {
-		t.Errorf("received %d, want 1", st.Received[Ack])
+	if st := q.Stats(); st.Received[tsp.Ack] != 1 {
+		t.Errorf("received %d, want 1", st.Received[tsp.Ack])
 	}
-	if r := recv(t, q); r.Packet.Type != Ack {
+	if r := recv(t, q); r.Packet.Type != tsp.Ack {
 		t.Errorf("got %+v", r.Packet)
 	}
 	// Room again: the next one is delivered.
-	if err := s.Send(&Packet{Type: Quit}, addr(q)); err != nil {
+	if err := s.Send(&tsp.Packet{Type: tsp.Quit}, addr(q)); err != nil {
 		t.Fatal(err)
 	}
-	if r := recv(t, q); r.Packet.Type != Quit {
+	if r := recv(t, q); r.Packet.Type != tsp.Quit {
 		t.Errorf("got %+v, want QUIT", r.Packet)
 	}
 }
@@ -486,12 +487,12 @@ func TestQueueFull(t *testing.T) {
 func TestCloseNoLeak(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	for range 5 {
-		tr, err := Listen(TransportConfig{Port: AnyPort, Interfaces: loopbackTemplate, Hostname: "c", QueueLen: 2})
+		tr, err := Listen(Config{Port: AnyPort, Interfaces: loopbackTemplate, Hostname: "c", QueueLen: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 4 { // more than the queue holds: Close must not block on it
-			if err := tr.Send(&Packet{Type: Test}, addr(tr)); err != nil {
+			if err := tr.Send(&tsp.Packet{Type: tsp.Test}, addr(tr)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -503,7 +504,7 @@ func TestCloseNoLeak(t *testing.T) {
 		}
 		for range tr.Packets() { // closed: drains and ends
 		}
-		if err := tr.Send(&Packet{Type: Test}, addr(tr)); !errors.Is(err, net.ErrClosed) {
+		if err := tr.Send(&tsp.Packet{Type: tsp.Test}, addr(tr)); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("Send after Close: %v", err)
 		}
 	}
@@ -517,17 +518,17 @@ func TestListenErrors(t *testing.T) {
 	p := netip.MustParsePrefix
 	for _, tc := range []struct {
 		name string
-		cfg  TransportConfig
+		cfg  Config
 		want string
 	}{
-		{"-n and -i", TransportConfig{Interfaces: lo, UseOnly: []netip.Prefix{p("127.0.0.0/8")}, Ignore: []netip.Prefix{p("10.0.0.0/8")}}, "cannot be combined"},
-		{"nothing left", TransportConfig{Interfaces: lo, Ignore: []netip.Prefix{p("127.0.0.0/8")}}, "no network"},
-		{"peers and filters", TransportConfig{Peers: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:525")}, Ignore: []netip.Prefix{p("10.0.0.0/8")}}, "peers mode"},
-		{"IPv6 peer", TransportConfig{Peers: []netip.AddrPort{netip.MustParseAddrPort("[::1]:525")}}, "IPv4"},
-		{"peer without port", TransportConfig{Peers: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}, "port"},
-		{"port", TransportConfig{Interfaces: lo, Port: 70000}, "out of range"},
-		{"IPv6 listen", TransportConfig{Interfaces: lo, ListenAddr: netip.MustParseAddr("::1")}, "not IPv4"},
-		{"bad template", TransportConfig{Interfaces: "{{ nope }}"}, "template"},
+		{"-n and -i", Config{Interfaces: lo, UseOnly: []netip.Prefix{p("127.0.0.0/8")}, Ignore: []netip.Prefix{p("10.0.0.0/8")}}, "cannot be combined"},
+		{"nothing left", Config{Interfaces: lo, Ignore: []netip.Prefix{p("127.0.0.0/8")}}, "no network"},
+		{"peers and filters", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:525")}, Ignore: []netip.Prefix{p("10.0.0.0/8")}}, "peers mode"},
+		{"IPv6 peer", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("[::1]:525")}}, "IPv4"},
+		{"peer without port", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}, "port"},
+		{"port", Config{Interfaces: lo, Port: 70000}, "out of range"},
+		{"IPv6 listen", Config{Interfaces: lo, ListenAddr: netip.MustParseAddr("::1")}, "not IPv4"},
+		{"bad template", Config{Interfaces: "{{ nope }}"}, "template"},
 	} {
 		tc.cfg.Hostname = "x"
 		if tc.cfg.Port == 0 {
@@ -544,8 +545,8 @@ func TestListenErrors(t *testing.T) {
 }
 
 func TestAddressInUse(t *testing.T) {
-	a := listen(t, TransportConfig{Hostname: "a"})
-	_, err := Listen(TransportConfig{Port: int(a.LocalAddr().Port()), Interfaces: loopbackTemplate, Hostname: "b"})
+	a := listen(t, Config{Hostname: "a"})
+	_, err := Listen(Config{Port: int(a.LocalAddr().Port()), Interfaces: loopbackTemplate, Hostname: "b"})
 	if !errors.Is(err, unix.EADDRINUSE) || !strings.Contains(err.Error(), "another timed") {
 		t.Errorf("second daemon on the port: %v", err)
 	}
@@ -560,30 +561,30 @@ func TestBindErrorNoPrivilege(t *testing.T) {
 }
 
 func TestHostname(t *testing.T) {
-	long := listen(t, TransportConfig{Hostname: strings.Repeat("h", 300)})
-	if n := len(long.Hostname()); n != MaxNameLen {
-		t.Errorf("host name of %d bytes, want it cut to %d", n, MaxNameLen)
+	long := listen(t, Config{Hostname: strings.Repeat("h", 300)})
+	if n := len(long.Hostname()); n != tsp.MaxNameLen {
+		t.Errorf("host name of %d bytes, want it cut to %d", n, tsp.MaxNameLen)
 	}
-	other := listen(t, TransportConfig{Hostname: "other"})
-	if err := long.Send(&Packet{Type: MasterReq}, addr(other)); err != nil {
+	other := listen(t, Config{Hostname: "other"})
+	if err := long.Send(&tsp.Packet{Type: tsp.MasterReq}, addr(other)); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, other); r.Packet.Name != long.Hostname() {
 		t.Errorf("name %q", r.Packet.Name)
 	}
 	sys, _ := os.Hostname()
-	def := listen(t, TransportConfig{})
-	if def.Hostname() != TruncateName(sys) {
+	def := listen(t, Config{})
+	if def.Hostname() != tsp.TruncateName(sys) {
 		t.Errorf("default host name %q, want %q", def.Hostname(), sys)
 	}
 	// An explicit name is sent as given, with an explicit version kept.
-	if err := def.Send(&Packet{Type: MasterReq, Name: "given", Version: 1}, addr(other)); err != nil {
+	if err := def.Send(&tsp.Packet{Type: tsp.MasterReq, Name: "given", Version: 1}, addr(other)); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, other); r.Packet.Name != "given" {
 		t.Errorf("name %q, want the one given", r.Packet.Name)
 	}
-	if err := def.Send(&Packet{Type: MasterReq, Name: strings.Repeat("n", 256)}, addr(other)); !errors.Is(err, ErrNameTooLong) {
+	if err := def.Send(&tsp.Packet{Type: tsp.MasterReq, Name: strings.Repeat("n", 256)}, addr(other)); !errors.Is(err, tsp.ErrNameTooLong) {
 		t.Errorf("over-long explicit name: %v", err)
 	}
 }
@@ -604,7 +605,7 @@ func TestReceiveWithoutControlMessages(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	tr := &Transport{hostname: "me", networks: []Network{lan}, packets: make(chan Received, 1), log: log}
-	b, _ := (&Packet{Type: Ack, Version: Version, Name: "x"}).Marshal()
+	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
 	now := time.Now()
 	tr.receive(b, nil, false, netip.MustParseAddrPort("[::ffff:10.0.0.9]:525"), now)
 	r := <-tr.packets

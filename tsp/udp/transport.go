@@ -1,4 +1,4 @@
-package tsp
+package udp
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/timed-project/timed/internal/sockopt"
+	"github.com/timed-project/timed/tsp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
@@ -22,7 +23,7 @@ import (
 const (
 	// DefaultPort is the timed/udp port of /etc/services.
 	DefaultPort = 525
-	// AnyPort in TransportConfig.Port lets the kernel choose a free port
+	// AnyPort in Config.Port lets the kernel choose a free port
 	// (tests, several daemons on one host); LocalAddr tells which.
 	AnyPort = -1
 	// DefaultQueueLen is the default capacity of Packets(). BSD queued at
@@ -35,9 +36,9 @@ const (
 	readBufSize = 2048
 )
 
-// TransportConfig configures Listen. The zero value serves every broadcast
+// Config configures Listen. The zero value serves every broadcast
 // interface on port 525 under the system host name.
-type TransportConfig struct {
+type Config struct {
 	Port       int        // 0: DefaultPort; AnyPort: kernel's choice
 	ListenAddr netip.Addr // zero: 0.0.0.0, which broadcasts need
 	// Interfaces is a go-sockaddr template selecting the networks to
@@ -51,7 +52,7 @@ type TransportConfig struct {
 	// Cannot be combined with Interfaces, UseOnly or Ignore.
 	Peers []netip.AddrPort
 	// Hostname is the name written in packets and used to recognise our
-	// own echoes; default os.Hostname(). Always cut by TruncateName.
+	// own echoes; default os.Hostname(). Always cut by tsp.TruncateName.
 	// Daemons sharing a host (peers mode) need distinct names, or each
 	// drops the others' packets as its own echo, as BSD would.
 	Hostname string
@@ -65,11 +66,11 @@ type TransportConfig struct {
 }
 
 // Received is one datagram that passed the receiver's checks. Exactly one
-// of Packet and Ext is set. Unknown TSP types (≥ NumTypes) are delivered
-// too, as BSD's readmsg does: dropping them is the caller's job.
+// of Packet and Ext is set. Unknown TSP types (≥ tsp.NumTypes) are
+// delivered too, as BSD's readmsg does: dropping them is the caller's job.
 type Received struct {
-	Packet *Packet    // a TSP packet (version 0 or 1)
-	Ext    *ExtPacket // an extension datagram (version byte VersionExt)
+	Packet *tsp.Packet    // a TSP packet (version 0 or 1)
+	Ext    *tsp.ExtPacket // an extension datagram (version byte tsp.VersionExt)
 	From   netip.AddrPort
 	// Network is the served network the source is on (the peers network
 	// for a peer or loopback source in peers mode), or nil when it is on
@@ -107,7 +108,7 @@ type Transport struct {
 
 // Listen opens the TSP socket, works out the networks to serve and starts
 // the reader goroutine. Close releases both.
-func Listen(cfg TransportConfig) (*Transport, error) {
+func Listen(cfg Config) (*Transport, error) {
 	log := cfg.Logger
 	if log == nil {
 		l := logrus.New()
@@ -123,7 +124,7 @@ func Listen(cfg TransportConfig) (*Transport, error) {
 		}
 		hostname = h
 	}
-	if hostname = TruncateName(hostname); hostname == "" {
+	if hostname = tsp.TruncateName(hostname); hostname == "" {
 		return nil, errors.New("tsp: empty host name")
 	}
 	port := cfg.Port
@@ -186,7 +187,7 @@ func Listen(cfg TransportConfig) (*Transport, error) {
 
 // servedNetworks is the one peers network in peers mode, else the
 // discovered ones.
-func servedNetworks(cfg TransportConfig) ([]Network, []netip.AddrPort, error) {
+func servedNetworks(cfg Config) ([]Network, []netip.AddrPort, error) {
 	if len(cfg.Peers) == 0 {
 		nets, err := Discover(cfg.Interfaces, cfg.UseOnly, cfg.Ignore)
 		return nets, nil, err
@@ -255,9 +256,9 @@ func (t *Transport) Close() error {
 }
 
 // Send unicasts p. The caller sets Type, Seq, Time and HopCount; an empty
-// Name becomes our host name and Version 0 becomes Version (1), so the
+// Name becomes our host name and Version 0 becomes tsp.Version (1), so the
 // zero values give what every BSD sender writes. p is not modified.
-func (t *Transport) Send(p *Packet, to netip.AddrPort) error {
+func (t *Transport) Send(p *tsp.Packet, to netip.AddrPort) error {
 	b, err := t.encode(p)
 	if err != nil {
 		return err
@@ -267,7 +268,7 @@ func (t *Transport) Send(p *Packet, to netip.AddrPort) error {
 
 // Broadcast sends p to n's broadcast address on our port, out of n's
 // interface; on the peers network, to every peer.
-func (t *Transport) Broadcast(p *Packet, n Network) error {
+func (t *Transport) Broadcast(p *tsp.Packet, n Network) error {
 	b, err := t.encode(p)
 	if err != nil {
 		return err
@@ -277,7 +278,7 @@ func (t *Transport) Broadcast(p *Packet, n Network) error {
 
 // BroadcastAll broadcasts p on every served network. It tries every
 // network and returns the errors joined.
-func (t *Transport) BroadcastAll(p *Packet) error {
+func (t *Transport) BroadcastAll(p *tsp.Packet) error {
 	b, err := t.encode(p)
 	if err != nil {
 		return err
@@ -287,7 +288,7 @@ func (t *Transport) BroadcastAll(p *Packet) error {
 
 // SendExt unicasts an extension message; an empty Name becomes our host
 // name.
-func (t *Transport) SendExt(e *ExtPacket, to netip.AddrPort) error {
+func (t *Transport) SendExt(e *tsp.ExtPacket, to netip.AddrPort) error {
 	b, err := t.encodeExt(e)
 	if err != nil {
 		return err
@@ -296,7 +297,7 @@ func (t *Transport) SendExt(e *ExtPacket, to netip.AddrPort) error {
 }
 
 // BroadcastExt broadcasts an extension message on n, like Broadcast.
-func (t *Transport) BroadcastExt(e *ExtPacket, n Network) error {
+func (t *Transport) BroadcastExt(e *tsp.ExtPacket, n Network) error {
 	b, err := t.encodeExt(e)
 	if err != nil {
 		return err
@@ -305,7 +306,7 @@ func (t *Transport) BroadcastExt(e *ExtPacket, n Network) error {
 }
 
 // BroadcastAllExt broadcasts an extension message on every served network.
-func (t *Transport) BroadcastAllExt(e *ExtPacket) error {
+func (t *Transport) BroadcastAllExt(e *tsp.ExtPacket) error {
 	b, err := t.encodeExt(e)
 	if err != nil {
 		return err
@@ -313,18 +314,18 @@ func (t *Transport) BroadcastAllExt(e *ExtPacket) error {
 	return t.broadcastAll(b, &t.stats.sentExt[e.Kind])
 }
 
-func (t *Transport) encode(p *Packet) ([]byte, error) {
+func (t *Transport) encode(p *tsp.Packet) ([]byte, error) {
 	q := *p
 	if q.Name == "" {
 		q.Name = t.hostname
 	}
 	if q.Version == 0 {
-		q.Version = Version
+		q.Version = tsp.Version
 	}
 	return q.Marshal()
 }
 
-func (t *Transport) encodeExt(e *ExtPacket) ([]byte, error) {
+func (t *Transport) encodeExt(e *tsp.ExtPacket) ([]byte, error) {
 	q := *e
 	if q.Name == "" {
 		q.Name = t.hostname
@@ -455,11 +456,11 @@ var (
 // recognised first, by their version byte, since they may be shorter than
 // 44 bytes; they face the same network and echo checks.
 func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason, error) {
-	if IsExt(b) {
+	if tsp.IsExt(b) {
 		if truncated {
 			return DropBadExt, errTruncated
 		}
-		e, err := UnmarshalExt(b)
+		e, err := tsp.UnmarshalExt(b)
 		if err != nil {
 			return DropBadExt, err
 		}
@@ -468,7 +469,7 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 		// Ring control comes from timedc, like TRACEON: from anywhere, and
 		// under this host's name when timedc runs beside its daemon. The
 		// daemon tells its own echoes apart itself.
-		if e.Kind == ExtRingCtl {
+		if e.Kind == tsp.ExtRingCtl {
 			return 0, nil
 		}
 		if r.Network == nil {
@@ -479,14 +480,14 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 		}
 		return 0, nil
 	}
-	p, err := Unmarshal(b)
+	p, err := tsp.Unmarshal(b)
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrShort):
+	case errors.Is(err, tsp.ErrShort):
 		return DropShort, err
-	case errors.Is(err, ErrBadVersion):
+	case errors.Is(err, tsp.ErrBadVersion):
 		return DropBadVersion, err
-	case errors.Is(err, ErrNameNoNUL):
+	case errors.Is(err, tsp.ErrNameNoNUL):
 		return DropNoNUL, err
 	default:
 		return DropMalformed, err
@@ -504,9 +505,9 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 
 // fromAnywhere: the types readmsg accepts from a source on no known
 // network (timedc's and date's requests).
-func fromAnywhere(ty Type) bool {
+func fromAnywhere(ty tsp.Type) bool {
 	switch ty {
-	case TraceOn, TraceOff, SetDate, MSite, Test:
+	case tsp.TraceOn, tsp.TraceOff, tsp.SetDate, tsp.MSite, tsp.Test:
 		return true
 	}
 	return false
@@ -514,9 +515,9 @@ func fromAnywhere(ty Type) bool {
 
 // fromSelf: the types readmsg accepts under our own name; LOOP is how a
 // master finds its own packets coming round a loop of submasters.
-func fromSelf(ty Type) bool {
+func fromSelf(ty tsp.Type) bool {
 	switch ty {
-	case SetDate, Test, MSite, TraceOn, TraceOff, Loop:
+	case tsp.SetDate, tsp.Test, tsp.MSite, tsp.TraceOn, tsp.TraceOff, tsp.Loop:
 		return true
 	}
 	return false
