@@ -145,6 +145,9 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	ecfg := cfg.Election
 	ecfg.Name = d.hostname
 	ecfg.Network = d.network.String()
+	if ecfg.Trusted, err = resolveTrusted(cfg.Trusted); err != nil {
+		return nil, err
+	}
 	seed := opt.Seed
 	if seed == 0 {
 		seed = rand.Uint64()

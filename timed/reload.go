@@ -1,6 +1,7 @@
 package timed
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -21,8 +22,16 @@ func (d *Daemon) reload(next *config.Config) error {
 	if next.Trace != old.Trace {
 		d.setTrace(next.Trace)
 	}
+	// A trusted list that does not resolve keeps the old one in force.
+	var trustErr error
+	trustedNames, trusted := old.Trusted, d.m.Config().Trusted
 	if !reflect.DeepEqual(next.Trusted, old.Trusted) {
-		d.m.SetTrusted(next.Trusted)
+		if addrs, err := resolveTrusted(next.Trusted); err != nil {
+			trustErr = fmt.Errorf("not reloaded, the old list stays: %w", err)
+		} else {
+			d.m.SetTrusted(addrs)
+			trustedNames, trusted = next.Trusted, addrs
+		}
 	}
 	var restart []string
 	check := func(key string, a, b any) {
@@ -50,13 +59,13 @@ func (d *Daemon) reload(next *config.Config) error {
 	// Keep the values that were not applied, so the next reload compares
 	// against what is really running.
 	applied := *old
-	applied.LogLevel, applied.Trace, applied.Trusted = next.LogLevel, next.Trace, next.Trusted
-	applied.Election.Trusted = next.Trusted
+	applied.LogLevel, applied.Trace, applied.Trusted = next.LogLevel, next.Trace, trustedNames
+	applied.Election.Trusted = trusted
 	d.cfg = &applied
 	d.log.WithFields(logrus.Fields{"log_level": next.LogLevel.String(), "trace": next.Trace,
-		"trusted": strings.Join(next.Trusted, ",")}).Info("configuration reloaded")
+		"trusted": strings.Join(trustedNames, ",")}).Info("configuration reloaded")
 	if len(restart) > 0 {
-		return fmt.Errorf("not reloaded, restart timed to change: %s", strings.Join(restart, ", "))
+		return errors.Join(trustErr, fmt.Errorf("not reloaded, restart timed to change: %s", strings.Join(restart, ", ")))
 	}
-	return nil
+	return trustErr
 }
