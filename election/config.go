@@ -37,8 +37,9 @@ type Config struct {
 	// Trusted is BSD's -F list resolved to addresses (the runtime resolves
 	// the host names): the sources that may be master. Port 0 matches any
 	// port. It is matched against the packet's source address, never its
-	// name field, which anyone can forge. Empty trusts everyone. Untrusted
-	// candidates and masters are told to QUIT.
+	// name field, which anyone can forge. Nil trusts everyone; empty but
+	// not nil trusts nobody. Untrusted candidates and masters are told to
+	// QUIT.
 	Trusted []netip.AddrPort
 
 	// SyncInterval is the master's period between sync rounds (SAMPLEINTVL,

@@ -587,9 +587,13 @@ func TestSetTrustedReload(t *testing.T) {
 			t.Errorf("trusted(%v) = %v, want %v", c.from, got, c.want)
 		}
 	}
+	m.SetTrusted([]netip.AddrPort{})
+	if m.isTrusted(addr(2)) {
+		t.Fatal("an empty list (nothing resolved) must trust nobody")
+	}
 	m.SetTrusted(nil)
 	if !m.isTrusted(addr(7)) {
-		t.Fatal("emptied list must trust everyone again")
+		t.Fatal("no list must trust everyone again")
 	}
 }
 

@@ -12,12 +12,17 @@ import (
 
 // SetTrusted replaces the trusted-host list (BSD -F, resolved to addresses
 // by the runtime), as a SIGHUP reload does. An address with port 0 matches
-// any port. An empty list trusts everyone. It takes effect with the next
-// packet: a master that is no longer trusted is suppressed when it next
-// speaks.
+// any port. A nil list trusts everyone; an empty non-nil one trusts
+// nobody (a -F list none of whose names resolved yet must not open the
+// door to all). It takes effect with the next packet: a master that is no
+// longer trusted is suppressed when it next speaks.
 func (m *Machine) SetTrusted(addrs []netip.AddrPort) {
 	m.cfg.Trusted = slices.Clone(addrs)
 	m.trusted = nil
+	if addrs == nil {
+		return
+	}
+	m.trusted = make([]netip.AddrPort, 0, len(addrs))
 	for _, a := range addrs {
 		m.trusted = append(m.trusted, netip.AddrPortFrom(a.Addr().Unmap(), a.Port()))
 	}

@@ -24,13 +24,12 @@ func (d *Daemon) reload(next *config.Config) error {
 	}
 	// A trusted list that does not resolve keeps the old one in force.
 	var trustErr error
-	trustedNames, trusted := old.Trusted, d.m.Config().Trusted
+	trustedNames := old.Trusted
 	if !reflect.DeepEqual(next.Trusted, old.Trusted) {
-		if addrs, err := resolveTrusted(next.Trusted); err != nil {
+		if err := d.applyTrusted(next.Trusted); err != nil {
 			trustErr = fmt.Errorf("not reloaded, the old list stays: %w", err)
 		} else {
-			d.m.SetTrusted(addrs)
-			trustedNames, trusted = next.Trusted, addrs
+			trustedNames = next.Trusted
 		}
 	}
 	var restart []string
@@ -60,7 +59,6 @@ func (d *Daemon) reload(next *config.Config) error {
 	// against what is really running.
 	applied := *old
 	applied.LogLevel, applied.Trace, applied.Trusted = next.LogLevel, next.Trace, trustedNames
-	applied.Election.Trusted = trusted
 	d.cfg = &applied
 	d.log.WithFields(logrus.Fields{"log_level": next.LogLevel.String(), "trace": next.Trace,
 		"trusted": strings.Join(trustedNames, ",")}).Info("configuration reloaded")
