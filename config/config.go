@@ -42,7 +42,7 @@ const EnvPrefix = "TIMED"
 type Config struct {
 	// BSD options.
 	MayBeMaster    bool           // -M: may become master
-	Trusted        []string       // -F: trusted host names (implies -M); empty trusts everyone
+	Trusted        []string       // -F: trusted hosts, [host|addr][:port], resolved to addresses by the daemon (implies -M); empty trusts everyone
 	Networks       []netip.Prefix // -n: use only these networks
 	IgnoreNetworks []netip.Prefix // -i: ignore these networks
 	Trace          bool           // -t: trace packets
@@ -210,7 +210,7 @@ func fromViper(v *viper.Viper) (*Config, error) {
 	if len(c.Trusted) > 0 {
 		c.MayBeMaster = true // BSD: -F implies -M
 	}
-	c.Election.MayBeMaster, c.Election.Trusted = c.MayBeMaster, c.Trusted
+	c.Election.MayBeMaster = c.MayBeMaster // the daemon resolves Trusted to addresses
 	c.Networks = prefixes(v, "networks", bad)
 	c.IgnoreNetworks = prefixes(v, "ignore-networks", bad)
 	if len(c.Networks) > 0 && len(c.IgnoreNetworks) > 0 {

@@ -46,6 +46,25 @@ type StateChange struct {
 	Reason   string
 }
 
+// Refused reports a packet the machine did not act on because its source
+// may not do what it asks: a correction from an address other than the
+// master's, a QUIT from a host not known as a master. The runtime counts
+// it and logs it (rate-limited); the machine has already dropped it.
+type Refused struct {
+	Type   tsp.Type
+	From   netip.AddrPort
+	Reason RefuseReason
+}
+
+// RefuseReason says why a packet was refused, as a metric label.
+type RefuseReason string
+
+// The reasons of Refused.
+const (
+	RefusedNotFollowed RefuseReason = "not-master-followed" // ADJTIME/SETTIME from elsewhere
+	RefusedNotMaster   RefuseReason = "quit-not-master"     // QUIT from a host not known as a master
+)
+
 // Peer is another daemon on the network: its host name and address.
 type Peer struct {
 	Name string
@@ -87,6 +106,7 @@ func (SlaveList) isAction()   {}
 func (SyncRound) isAction()   {}
 func (AdjustClock) isAction() {}
 func (SetClock) isAction()    {}
+func (Refused) isAction()     {}
 
 func (a Send) String() string {
 	to := a.To.String()
@@ -113,6 +133,10 @@ func (a AdjustClock) String() string {
 }
 func (a SetClock) String() string {
 	return fmt.Sprintf("set-clock %s from %s", a.Time.UTC().Format(time.RFC3339Nano), a.Master)
+}
+
+func (a Refused) String() string {
+	return fmt.Sprintf("refused %v from %v: %s", a.Type, a.From, a.Reason)
 }
 
 func peerNames(ps []Peer) string {

@@ -3,6 +3,7 @@ package election
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -33,11 +34,13 @@ type Config struct {
 	// it keeps polling with MASTERREQ.
 	MayBeMaster bool
 
-	// Trusted is BSD's -F list: the host names (compared case-insensitively
-	// with the packet's name field) that may be master. Empty trusts
-	// everyone; the daemon itself is always trusted. Untrusted candidates
-	// and masters are told to QUIT.
-	Trusted []string
+	// Trusted is BSD's -F list resolved to addresses (the runtime resolves
+	// the host names): the sources that may be master. Port 0 matches any
+	// port. It is matched against the packet's source address, never its
+	// name field, which anyone can forge. Nil trusts everyone; empty but
+	// not nil trusts nobody. Untrusted candidates and masters are told to
+	// QUIT.
+	Trusted []netip.AddrPort
 
 	// SyncInterval is the master's period between sync rounds (SAMPLEINTVL,
 	// 240 s). Each round sends every slave an ADJTIME, which restarts its
@@ -211,9 +214,9 @@ func (c *Config) Validate() error {
 			return invalid(fmt.Sprintf("Retransmit[%d]", i), "is %v, must be > 0", d)
 		}
 	}
-	for i, n := range c.Trusted {
-		if n == "" {
-			return invalid(fmt.Sprintf("Trusted[%d]", i), "must not be empty")
+	for i, a := range c.Trusted {
+		if !a.Addr().IsValid() {
+			return invalid(fmt.Sprintf("Trusted[%d]", i), "must be a valid address")
 		}
 	}
 	return nil

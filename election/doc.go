@@ -100,11 +100,27 @@
 //     after CONFLICT; BSD left them to time out and start elections.
 //   - A master or candidate that obeys QUIT follows the sender at once
 //     (and a former master sends it SLAVEUP); BSD became a slave without
-//     a master and waited for the next ADJTIME or MASTERUP. As in BSD a
-//     candidate obeys any QUIT (slaves suppress an untrusted candidate
-//     that way) but a master only a trusted one.
-//   - A candidate that receives ADJTIME or SETTIME from a trusted master
-//     gives up and follows it (BSD ignored them in the candidate loop).
+//     a master and waited for the next ADJTIME or MASTERUP.
+//   - Trust binds to source addresses, never to the name in a packet:
+//     the -F list is resolved to addresses (Config.Trusted). BSD compared
+//     names, so a forged name from any address passed.
+//   - ADJTIME and SETTIME are taken only from the address of the master
+//     followed (or of the candidate accepted, whose MASTERUP may be lost),
+//     and acknowledged only then; elsewhere they are Refused. A daemon in
+//     Start-up takes none: its probe finds the master. BSD took them from
+//     any packet carrying a trusted name, so one forged ADJTIME moved a
+//     slave's clock.
+//   - A candidate or master obeys QUIT only from an address that acted as
+//     a master (MASTERUP, LOOP, RESOLVE, a MASTERACK to our own question,
+//     the master followed) or, with a -F list, from a trusted address
+//     (slaves suppress an untrusted candidate that way). Any other QUIT is
+//     Refused, unacknowledged, and answered once with a unicast MASTERREQ:
+//     a real master answers MASTERACK and its next copy is obeyed. BSD's
+//     candidate obeyed any QUIT, so a QUIT storm kept a network without a
+//     master.
+//   - A candidate that receives ADJTIME or SETTIME from the master it
+//     followed before gives up and follows it again (BSD ignored them in
+//     the candidate loop).
 //   - Conflict ends after ResolveRounds RESOLVE rounds (BSD: 3), each
 //     ended by its first MASTERACK or by the retransmit schedule running
 //     out, then MASTERUP; a MASTERACK to any RESOLVE of this conflict gets

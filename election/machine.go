@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/timed-project/timed/tsp"
@@ -23,7 +22,7 @@ const LoopHops = 10
 // use.
 type Machine struct {
 	cfg     Config
-	trusted map[string]bool // lower-case names; nil trusts everyone
+	trusted []netip.AddrPort // -F sources (port 0: any); nil trusts everyone
 	rng     *rand.Rand
 
 	running    bool
@@ -61,6 +60,12 @@ type Machine struct {
 	masterUpAt time.Time
 	round      uint64
 	roundDone  bool
+
+	// Addresses seen acting as masters (trusted.go): only they may make
+	// this daemon QUIT. askSeqs are our MASTERREQs asking an unknown
+	// QUIT sender whether it is a master.
+	knownMasters map[netip.AddrPort]time.Time
+	askSeqs      map[uint16]netip.AddrPort
 
 	// Conflict.
 	resolveRound int
@@ -117,6 +122,8 @@ func (m *Machine) reset() {
 	m.sawOther = false
 	m.resolveSeqs = nil
 	m.quitSent = nil
+	m.knownMasters = nil
+	m.askSeqs = nil
 }
 
 // State is the current state.
@@ -206,16 +213,6 @@ func (m *Machine) cancelTimer(id TimerID) {
 		m.emit(CancelTimer{ID: id})
 	}
 }
-
-func (m *Machine) isTrusted(name string) bool {
-	return m.trusted == nil || m.trusted[strings.ToLower(name)]
-}
-
-// Trusted is BSD's good_host_name for name: true with no -F list, for the
-// daemon itself, and for the listed hosts (case-insensitive). The daemon
-// asks it for the network time and the date path, so both follow the list
-// the machine enforces, reloads included.
-func (m *Machine) Trusted(name string) bool { return m.isTrusted(name) }
 
 // become moves to state s, cancelling the timers and sends that belong to
 // the state left.
@@ -472,6 +469,7 @@ func (m *Machine) recv(p tsp.Packet, from netip.AddrPort) {
 	}
 	m.matchAnswer(p, from)
 	peer := Peer{Name: p.Name, Addr: from}
+	m.noteMaster(p, from)
 	switch m.state {
 	case StartUp:
 		m.recvStartUp(p, peer)
@@ -489,12 +487,72 @@ func (m *Machine) recv(p tsp.Packet, from netip.AddrPort) {
 }
 
 // ackSlaveSide sends the ACKs a non-master daemon owes (BSD slaveack and
-// ignoreack, plus CONFLICT, which BSD never acknowledged).
+// ignoreack, plus CONFLICT, which BSD never acknowledged). ADJTIME and
+// SETTIME are acknowledged only when taken from the master followed
+// (slaveClock), and a candidate's QUIT only when obeyed: an ACK tells the
+// sender it was obeyed, which a forger must not learn.
 func (m *Machine) ackSlaveSide(p tsp.Packet, from netip.AddrPort) {
 	switch p.Type {
-	case tsp.AdjTime, tsp.SetTime, tsp.Accept, tsp.Refuse, tsp.Quit, tsp.Conflict:
+	case tsp.Accept, tsp.Refuse, tsp.Conflict:
 		m.reply(tsp.Ack, p, from)
+	case tsp.Quit:
+		if m.state != Candidate {
+			m.reply(tsp.Ack, p, from)
+		}
 	}
+}
+
+// noteMaster records the senders that act as masters: MASTERUP, LOOP and
+// RESOLVE broadcasts, and MASTERACKs answering one of our own MASTERREQs
+// to an unknown QUIT sender (askIfMaster).
+func (m *Machine) noteMaster(p tsp.Packet, from netip.AddrPort) {
+	if !m.isTrusted(from) {
+		return
+	}
+	switch p.Type {
+	case tsp.MasterUp, tsp.Loop, tsp.Resolve:
+		m.sawMaster(from)
+	case tsp.MasterAck:
+		if a, ok := m.askSeqs[p.Seq]; ok && a == from {
+			delete(m.askSeqs, p.Seq)
+			m.sawMaster(from)
+		}
+	}
+}
+
+// maxAsks bounds the MASTERREQs outstanding to unknown QUIT senders.
+const maxAsks = 8
+
+// askIfMaster answers a QUIT from a sender not known as a master with a
+// MASTERREQ of its own: a real master answers MASTERACK, is recorded, and
+// its next copy of the QUIT is obeyed; a forger's QUIT changes nothing.
+func (m *Machine) askIfMaster(p tsp.Packet, peer Peer) {
+	m.refused(p, peer.Addr, RefusedNotMaster)
+	if m.askSeqs == nil {
+		m.askSeqs = map[uint16]netip.AddrPort{}
+	}
+	for _, a := range m.askSeqs {
+		if a == peer.Addr {
+			return
+		}
+	}
+	if len(m.askSeqs) >= maxAsks {
+		return
+	}
+	seq := m.nextSeq()
+	m.askSeqs[seq] = peer.Addr
+	m.emit(Send{Packet: m.packet(tsp.MasterReq, seq), To: peer.Addr})
+}
+
+func (m *Machine) refused(p tsp.Packet, from netip.AddrPort, why RefuseReason) {
+	m.emit(Refused{Type: p.Type, From: from, Reason: why})
+}
+
+// fromFollowed: a correction is taken only from the address of the master
+// this daemon follows, or of the candidate it accepted (whose MASTERUP may
+// have been lost), never from a packet that merely carries its name.
+func (m *Machine) fromFollowed(from netip.AddrPort) bool {
+	return (m.haveMaster && from == m.master.Addr) || (m.state == Accept && from == m.candidate.Addr)
 }
 
 func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
@@ -504,15 +562,16 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 		if p.Seq != m.probeSeq {
 			return
 		}
-		if !m.isTrusted(p.Name) {
+		if !m.isTrusted(peer.Addr) {
 			m.suppress(peer)
 			return
 		}
 		m.first = peer
+		m.sawMaster(peer.Addr)
 		m.become(Consistency, "MASTERACK from "+p.Name)
 		m.setTimer(TimerConsistency, m.cfg.ConflictWindow)
 	case tsp.MasterUp:
-		if m.isTrusted(p.Name) {
+		if m.isTrusted(peer.Addr) {
 			m.followMaster(peer, "MASTERUP from "+p.Name)
 		} else {
 			m.suppress(peer)
@@ -520,10 +579,9 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 	case tsp.MasterReq, tsp.Election:
 		m.sawOther = true
 	case tsp.AdjTime, tsp.SetTime:
-		if m.isTrusted(p.Name) {
-			m.become(Slave, p.Type.String()+" from "+p.Name)
-			m.slaveClock(p, peer)
-		}
+		// No master is followed yet, so no correction is taken: the
+		// probe's MASTERACK names the master, from its own address.
+		m.refused(p, peer.Addr, RefusedNotFollowed)
 	}
 }
 
@@ -532,7 +590,7 @@ func (m *Machine) recvConsistency(p tsp.Packet, peer Peer) {
 	if p.Type != tsp.MasterAck || p.Seq != m.probeSeq || p.Name == m.first.Name {
 		return
 	}
-	if !m.isTrusted(p.Name) {
+	if !m.isTrusted(peer.Addr) {
 		m.suppress(peer)
 		return
 	}
@@ -550,7 +608,7 @@ func (m *Machine) recvNoMaster(p tsp.Packet, peer Peer) {
 		m.armElection()
 		m.recvSlave(p, peer)
 	case tsp.MasterUp:
-		if m.isTrusted(p.Name) {
+		if m.isTrusted(peer.Addr) {
 			m.followMaster(peer, "MASTERUP from "+p.Name)
 		} else {
 			m.suppress(peer)
@@ -561,6 +619,7 @@ func (m *Machine) recvNoMaster(p tsp.Packet, peer Peer) {
 // followMaster makes the daemon a slave of peer and announces it with
 // SLAVEUP.
 func (m *Machine) followMaster(peer Peer, reason string) {
+	m.sawMaster(peer.Addr)
 	m.setMaster(peer)
 	m.backoff = 1
 	m.become(Slave, reason)
@@ -575,8 +634,11 @@ func (m *Machine) setMaster(peer Peer) {
 	m.master, m.haveMaster = peer, true
 }
 
-// slaveClock handles an ADJTIME or SETTIME from a trusted master.
+// slaveClock handles an ADJTIME or SETTIME from the trusted master
+// followed (fromFollowed).
 func (m *Machine) slaveClock(p tsp.Packet, peer Peer) {
+	m.reply(tsp.Ack, p, peer.Addr)
+	m.sawMaster(peer.Addr)
 	m.setMaster(peer)
 	m.backoff = 1
 	switch p.Type {
@@ -596,11 +658,15 @@ func (m *Machine) slaveClock(p tsp.Packet, peer Peer) {
 
 func (m *Machine) recvSlave(p tsp.Packet, peer Peer) {
 	m.ackSlaveSide(p, peer.Addr)
-	trusted := m.isTrusted(p.Name)
+	trusted := m.isTrusted(peer.Addr)
 	switch p.Type {
 	case tsp.AdjTime, tsp.SetTime:
 		if !trusted {
 			m.suppress(peer)
+			return
+		}
+		if !m.fromFollowed(peer.Addr) {
+			m.refused(p, peer.Addr, RefusedNotFollowed)
 			return
 		}
 		m.slaveClock(p, peer)
@@ -665,7 +731,7 @@ func (m *Machine) withdraw(reason string) {
 
 func (m *Machine) recvCandidate(p tsp.Packet, peer Peer) {
 	m.ackSlaveSide(p, peer.Addr)
-	trusted := m.isTrusted(p.Name)
+	trusted := m.isTrusted(peer.Addr)
 	switch p.Type {
 	case tsp.Accept, tsp.SlaveUp:
 		if m.slaves[p.Name] == nil {
@@ -679,12 +745,19 @@ func (m *Machine) recvCandidate(p tsp.Packet, peer Peer) {
 			m.withdraw("REFUSE from " + p.Name)
 		}
 	case tsp.Quit:
-		// BSD's candidate obeys any QUIT: that is how slaves suppress an
-		// untrusted candidate. Only a trusted sender becomes its master.
+		// BSD's candidate obeys any QUIT. Ours obeys a master's, or with
+		// a -F list a trusted host's (slaves suppress an untrusted
+		// candidate that way); anyone else's is a forgery that would keep
+		// the network without a master, and is answered by asking.
+		if !m.obeysQuit(peer.Addr) {
+			m.askIfMaster(p, peer)
+			return
+		}
+		m.reply(tsp.Ack, p, peer.Addr)
 		if m.dup(p) {
 			return
 		}
-		if trusted {
+		if m.isKnownMaster(peer.Addr) {
 			m.setMaster(peer)
 		}
 		m.withdraw("QUIT from " + p.Name)
@@ -713,6 +786,10 @@ func (m *Machine) recvCandidate(p tsp.Packet, peer Peer) {
 	case tsp.AdjTime, tsp.SetTime:
 		if !trusted {
 			m.suppress(peer)
+			return
+		}
+		if !m.fromFollowed(peer.Addr) {
+			m.refused(p, peer.Addr, RefusedNotFollowed)
 			return
 		}
 		m.become(Slave, p.Type.String()+" from "+p.Name)
@@ -755,7 +832,7 @@ func (m *Machine) addSlave(peer Peer) *slave {
 }
 
 func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
-	trusted := m.isTrusted(p.Name)
+	trusted := m.isTrusted(peer.Addr)
 	switch p.Type {
 	case tsp.MasterReq, tsp.Resolve:
 		m.reply(tsp.MasterAck, p, peer.Addr)
@@ -797,12 +874,19 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 			m.quit(peer, nil)
 		}
 	case tsp.Quit:
-		m.reply(tsp.Ack, p, peer.Addr)
-		if m.dup(p) {
+		if !trusted {
+			m.reply(tsp.Ack, p, peer.Addr)
+			if !m.dup(p) {
+				m.suppress(peer)
+			}
 			return
 		}
-		if !trusted {
-			m.suppress(peer)
+		if !m.obeysQuit(peer.Addr) {
+			m.askIfMaster(p, peer)
+			return
+		}
+		m.reply(tsp.Ack, p, peer.Addr)
+		if m.dup(p) {
 			return
 		}
 		if m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
@@ -821,7 +905,7 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 // at once. BSD has every master QUIT the sender of a foreign LOOP, so two
 // masters whose LOOPs cross QUIT each other and leave none.
 func (m *Machine) foreignMaster(p tsp.Packet, peer Peer) {
-	if !m.isTrusted(p.Name) {
+	if !m.isTrusted(peer.Addr) {
 		m.suppress(peer)
 		return
 	}

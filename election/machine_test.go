@@ -150,7 +150,7 @@ func TestConfigValidate(t *testing.T) {
 		{"Retransmit", func(c *Config) { c.Retransmit = nil }},
 		{"Retransmit[2]", func(c *Config) { c.Retransmit = []time.Duration{1, 2, 0} }},
 		{"LostHost", func(c *Config) { c.LostHost = 0 }},
-		{"Trusted[0]", func(c *Config) { c.Trusted = []string{""} }},
+		{"Trusted[0]", func(c *Config) { c.Trusted = []netip.AddrPort{{}} }},
 	}
 	for _, b := range bad {
 		c := DefaultConfig("a")
@@ -408,17 +408,18 @@ func TestAcceptThenRefuse(t *testing.T) {
 
 func TestTrust(t *testing.T) {
 	cfg := DefaultConfig("a")
-	cfg.Trusted = []string{"M"}
+	cfg.Trusted = []netip.AddrPort{netip.AddrPortFrom(addr(9).Addr(), 0)}
 	h := newHarness(t, cfg)
 	acts := h.step(Start{})
 	req := sends(acts)[0].Packet
-	// An untrusted master's MASTERACK is suppressed with QUIT.
-	acts = h.recv(tsp.MasterAck, req.Seq, "evil", addr(6))
+	// An untrusted master's MASTERACK is suppressed with QUIT, even when
+	// it carries the trusted master's name: trust binds to the address.
+	acts = h.recv(tsp.MasterAck, req.Seq, "m", addr(6))
 	if got := sendTypes(acts); got != "QUIT>10.0.0.6:525" {
 		t.Fatalf("untrusted MASTERACK: %q", got)
 	}
-	h.recv(tsp.Ack, sends(acts)[0].Packet.Seq, "evil", addr(6))
-	h.recv(tsp.MasterAck, req.Seq, "m", addr(9)) // trusted, case-insensitive
+	h.recv(tsp.Ack, sends(acts)[0].Packet.Seq, "m", addr(6))
+	h.recv(tsp.MasterAck, req.Seq, "m", addr(9)) // trusted: its address is listed
 	h.fire(TimerConsistency)
 	if mp, _ := h.m.Master(); h.m.State() != Slave || mp.Name != "m" {
 		t.Fatalf("state %v master %v", h.m.State(), mp)
@@ -557,23 +558,42 @@ func TestMutualQuitLowerNameStays(t *testing.T) {
 	}
 }
 
-// TestSetTrustedReload: a SIGHUP can change the trusted list; the daemon
-// itself stays trusted and an empty list trusts everyone again.
+// TestSetTrustedReload: a SIGHUP can change the trusted list; an address
+// with port 0 matches any port, one with a port only that port, and an
+// empty list trusts everyone again.
 func TestSetTrustedReload(t *testing.T) {
 	m, err := New(FastConfig("self"), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.isTrusted("anyone") {
+	if !m.isTrusted(addr(7)) {
 		t.Fatal("no list must trust everyone")
 	}
-	m.SetTrusted([]string{"TimeHost"})
-	if !m.isTrusted("timehost") || !m.isTrusted("SELF") || m.isTrusted("anyone") {
-		t.Fatal("list [TimeHost]: want timehost and self trusted (any case), others not")
+	anyPort := netip.AddrPortFrom(addr(2).Addr(), 0)
+	onePort := netip.MustParseAddrPort("127.0.0.1:15250")
+	m.SetTrusted([]netip.AddrPort{anyPort, onePort})
+	for _, c := range []struct {
+		from netip.AddrPort
+		want bool
+	}{
+		{addr(2), true},
+		{netip.AddrPortFrom(addr(2).Addr(), 40000), true},
+		{addr(7), false},
+		{onePort, true},
+		{netip.MustParseAddrPort("127.0.0.1:15251"), false},
+		{netip.MustParseAddrPort("[::ffff:127.0.0.1]:15250"), true},
+	} {
+		if got := m.isTrusted(c.from); got != c.want {
+			t.Errorf("trusted(%v) = %v, want %v", c.from, got, c.want)
+		}
+	}
+	m.SetTrusted([]netip.AddrPort{})
+	if m.isTrusted(addr(2)) {
+		t.Fatal("an empty list (nothing resolved) must trust nobody")
 	}
 	m.SetTrusted(nil)
-	if !m.isTrusted("anyone") {
-		t.Fatal("emptied list must trust everyone again")
+	if !m.isTrusted(addr(7)) {
+		t.Fatal("no list must trust everyone again")
 	}
 }
 

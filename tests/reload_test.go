@@ -30,7 +30,7 @@ func TestSighupReload(t *testing.T) {
 	// Flags win over the file (newCluster sets --port and --log-level), so
 	// the file changes what only it sets: trace and trusted, which reload,
 	// and log-format, which needs a restart.
-	write("trace: true\ntrusted: [n1, timehost]\nlog-format: json\n")
+	write("trace: true\ntrusted: [127.0.0.1, localhost]\nlog-format: json\n")
 	if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

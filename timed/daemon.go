@@ -57,7 +57,8 @@ type Daemon struct {
 		coord *ringCoord
 		node  *ringNode
 	}
-	quit context.CancelFunc // ends Run (control socket's quit)
+	quit     context.CancelFunc // ends Run (control socket's quit)
+	trustGen uint64             // the -F list in force; older retries stop
 }
 
 // Options are what a caller may supply instead of the defaults.
@@ -177,6 +178,9 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	}
 	d.roundCtx, d.cancelRound = context.WithCancel(context.Background())
 	d.st.init(d)
+	if err := d.applyTrusted(cfg.Trusted); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -40,7 +40,7 @@ func (d *Daemon) datePacket(p tsp.Packet, r udp.Received) {
 		role = clocksync.DateSlave
 	}
 	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(),
-		Queued: time.Since(r.At), Trusted: d.m.Trusted(p.Name)}
+		Queued: time.Since(r.At), Trusted: d.m.Trusted(r.From)}
 	if p.Type == tsp.SetDateReq {
 		req.KnownSlave = d.m.IsSlave(p.Name)
 		last, seen := d.st.dateSeq[p.Name]

@@ -63,6 +63,9 @@ func (d *Daemon) do(a election.Action, arrived time.Time) {
 			queued = time.Since(arrived)
 		}
 		d.applySetTime(a.Time, queued, a.Master)
+	case election.Refused:
+		d.st.refusedPacket(a.Reason)
+		d.log.WithFields(logrus.Fields{"type": a.Type.String(), "from": a.From.String(), "reason": string(a.Reason)}).Debug("refused")
 	default:
 		d.log.WithField("action", a).Error("unknown action from the election machine")
 	}

@@ -1,6 +1,7 @@
 package timed
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -21,8 +22,15 @@ func (d *Daemon) reload(next *config.Config) error {
 	if next.Trace != old.Trace {
 		d.setTrace(next.Trace)
 	}
+	// A trusted list that does not resolve keeps the old one in force.
+	var trustErr error
+	trustedNames := old.Trusted
 	if !reflect.DeepEqual(next.Trusted, old.Trusted) {
-		d.m.SetTrusted(next.Trusted)
+		if err := d.applyTrusted(next.Trusted); err != nil {
+			trustErr = fmt.Errorf("not reloaded, the old list stays: %w", err)
+		} else {
+			trustedNames = next.Trusted
+		}
 	}
 	var restart []string
 	check := func(key string, a, b any) {
@@ -50,13 +58,12 @@ func (d *Daemon) reload(next *config.Config) error {
 	// Keep the values that were not applied, so the next reload compares
 	// against what is really running.
 	applied := *old
-	applied.LogLevel, applied.Trace, applied.Trusted = next.LogLevel, next.Trace, next.Trusted
-	applied.Election.Trusted = next.Trusted
+	applied.LogLevel, applied.Trace, applied.Trusted = next.LogLevel, next.Trace, trustedNames
 	d.cfg = &applied
 	d.log.WithFields(logrus.Fields{"log_level": next.LogLevel.String(), "trace": next.Trace,
-		"trusted": strings.Join(next.Trusted, ",")}).Info("configuration reloaded")
+		"trusted": strings.Join(trustedNames, ",")}).Info("configuration reloaded")
 	if len(restart) > 0 {
-		return fmt.Errorf("not reloaded, restart timed to change: %s", strings.Join(restart, ", "))
+		return errors.Join(trustErr, fmt.Errorf("not reloaded, restart timed to change: %s", strings.Join(restart, ", ")))
 	}
-	return nil
+	return trustErr
 }

@@ -23,6 +23,7 @@ type status struct {
 	frequencyPPM   float64
 	dictate        int // rounds left in which the master's clock is the truth
 	unknownTypes   uint64
+	refused        map[election.RefuseReason]uint64 // packets the machine would not obey
 
 	dateSeq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
 	dateSeqNext  uint16
@@ -58,6 +59,13 @@ func (s *status) electionSeen() bool {
 }
 
 func (s *status) dropUnknownType() { s.unknownTypes++ }
+
+func (s *status) refusedPacket(r election.RefuseReason) {
+	if s.refused == nil {
+		s.refused = map[election.RefuseReason]uint64{}
+	}
+	s.refused[r]++
+}
 
 // setSlaves follows the machine's slave list, keeping what was measured
 // of the slaves that stay.
@@ -160,6 +168,9 @@ func (d *Daemon) snapshot() *control.Status {
 	}
 	if s.unknownTypes > 0 {
 		st.Drops["unknown type"] = s.unknownTypes
+	}
+	for r, n := range s.refused {
+		st.Drops["refused "+string(r)] = n
 	}
 	return st
 }

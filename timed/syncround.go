@@ -36,7 +36,7 @@ func (d *Daemon) startSyncRound(r election.SyncRound) {
 	}
 	trusted := make([]bool, len(r.Slaves))
 	for i, s := range r.Slaves {
-		trusted[i] = d.m.Trusted(s.Name)
+		trusted[i] = d.m.Trusted(s.Addr)
 	}
 	deadline := time.Now().Add(d.roundBudget())
 	dictate := d.st.dictate > 0

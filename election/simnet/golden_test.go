@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,9 +159,18 @@ func (e *scriptEnv) exec(cmd string) []string {
 			c := election.FastConfig(name)
 			c.AnswerDelay = 0
 			c.MayBeMaster = !slices.Contains(opts["noneligible"], name)
-			c.Trusted = opts["trusted"]
 			return c
 		})
+		// -F lists name hosts; the machine trusts their addresses.
+		var trusted []netip.AddrPort
+		for _, name := range opts["trusted"] {
+			if nd := e.net.Node(name); nd != nil {
+				trusted = append(trusted, nd.Addr)
+			}
+		}
+		for _, nd := range e.net.Nodes {
+			nd.Cfg.Trusted = trusted
+		}
 		e.check = Check(e.net, e.net.Nodes[0].Cfg)
 		e.net.Trace(func(s string) { e.out = append(e.out, s) })
 		e.net.OnAction = func(nd *Node, a election.Action) {

@@ -4,9 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,10 +73,10 @@ func randomRun(seed uint64, trace func(string)) error {
 		n.Nodes[0].Cfg.MayBeMaster = true
 	}
 	if r.IntN(3) == 0 { // BSD -F on every host: the eligible ones are trusted
-		var trusted []string
+		var trusted []netip.AddrPort
 		for _, nd := range n.Nodes {
 			if nd.Cfg.MayBeMaster {
-				trusted = append(trusted, strings.ToUpper(nd.Name))
+				trusted = append(trusted, nd.Addr)
 			}
 		}
 		for _, nd := range n.Nodes {

@@ -1,0 +1,159 @@
+package election
+
+import (
+	"testing"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+func refusedReasons(as []Action) []RefuseReason {
+	var out []RefuseReason
+	for _, a := range as {
+		if r, ok := a.(Refused); ok {
+			out = append(out, r.Reason)
+		}
+	}
+	return out
+}
+
+func appliesClock(as []Action) bool {
+	for _, a := range as {
+		switch a.(type) {
+		case AdjustClock, SetClock:
+			return true
+		}
+	}
+	return false
+}
+
+// TestForgedCorrectionRefused: an ADJTIME or SETTIME carrying the
+// master's name from another address is refused, unacknowledged and
+// reported; the same packet from the master's address is applied.
+func TestForgedCorrectionRefused(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toSlave() // master "m" at addr(9)
+	for _, ty := range []tsp.Type{tsp.AdjTime, tsp.SetTime} {
+		acts := h.step(Recv{Packet: tsp.Packet{Type: ty, Version: 1, Seq: 40, Name: "m", Time: tsp.Timeval{Sec: 4995}}, From: addr(6)})
+		if appliesClock(acts) || len(sends(acts)) != 0 {
+			t.Fatalf("forged %v: applied or answered: %v", ty, acts)
+		}
+		if got := refusedReasons(acts); len(got) != 1 || got[0] != RefusedNotFollowed {
+			t.Fatalf("forged %v: refused %v", ty, got)
+		}
+	}
+	acts := h.step(Recv{Packet: tsp.Packet{Type: tsp.AdjTime, Version: 1, Seq: 41, Name: "m", Time: tsp.Timeval{Usec: 5000}}, From: addr(9)})
+	if !appliesClock(acts) || sendTypes(acts) != "ACK>10.0.0.9:525" {
+		t.Fatalf("master's own ADJTIME: %v", acts)
+	}
+	if m, _ := h.m.Master(); m.Addr != addr(9) {
+		t.Fatalf("master now %v", m)
+	}
+}
+
+// TestStartUpTakesNoCorrection: before a master is followed no
+// correction is taken from anyone; the probe finds the master.
+func TestStartUpTakesNoCorrection(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.step(Start{})
+	acts := h.step(Recv{Packet: tsp.Packet{Type: tsp.SetTime, Version: 1, Seq: 7, Name: "m", Time: tsp.Timeval{Sec: 900}}, From: addr(6)})
+	if appliesClock(acts) || h.m.State() != StartUp {
+		t.Fatalf("start-up took a SETTIME: state %v, %v", h.m.State(), acts)
+	}
+}
+
+// TestQuitStormIgnored: QUITs from an address that never acted as a
+// master leave a master in place; it asks the sender once whether it is
+// a master, and a forger who cannot answer changes nothing.
+func TestQuitStormIgnored(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	asks := 0
+	for i := range 20 {
+		acts := h.recv(tsp.Quit, uint16(100+i), "zz", addr(6))
+		for _, s := range sends(acts) {
+			switch s.Packet.Type {
+			case tsp.MasterReq:
+				asks++
+			case tsp.Ack:
+				t.Fatal("a refused QUIT was acknowledged")
+			}
+		}
+	}
+	if h.m.State() != Master || asks != 1 {
+		t.Fatalf("state %v after the storm, %d MASTERREQs (want master, 1)", h.m.State(), asks)
+	}
+	// A MASTERACK that does not answer our question proves nothing.
+	h.recv(tsp.MasterAck, 1, "zz", addr(6))
+	h.recv(tsp.Quit, 200, "zz", addr(6))
+	if h.m.State() != Master {
+		t.Fatalf("state %v after an unsolicited MASTERACK", h.m.State())
+	}
+}
+
+// TestQuitFromMasterObeyed: a rival master unknown to us is asked; once
+// it answers our MASTERREQ, its retransmitted QUIT (same seq) is obeyed.
+func TestQuitFromMasterObeyed(t *testing.T) {
+	h := newHarness(t, DefaultConfig("b"))
+	h.toMaster()
+	acts := h.recv(tsp.Quit, 300, "a", addr(5))
+	var ask tsp.Packet
+	for _, s := range sends(acts) {
+		if s.Packet.Type == tsp.MasterReq && s.To == addr(5) {
+			ask = s.Packet
+		}
+	}
+	if ask.Type != tsp.MasterReq {
+		t.Fatalf("no MASTERREQ to the unknown QUIT sender: %v", acts)
+	}
+	h.recv(tsp.MasterAck, ask.Seq, "a", addr(5))
+	acts = h.recv(tsp.Quit, 300, "a", addr(5))
+	if h.m.State() != Slave || !containsSend(acts, tsp.Ack, addr(5)) {
+		t.Fatalf("state %v after the master's QUIT, %v", h.m.State(), acts)
+	}
+	if m, _ := h.m.Master(); m.Addr != addr(5) {
+		t.Fatalf("following %v, want the rival master", m)
+	}
+}
+
+// TestCandidateIgnoresForgedQuit: with no -F list a candidate obeys only
+// a host that acted as a master; the master it followed before counts.
+func TestCandidateIgnoresForgedQuit(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toSlave()
+	h.step(ForceElection{})
+	if h.m.State() != Candidate {
+		t.Fatalf("state %v, want candidate", h.m.State())
+	}
+	h.recv(tsp.Quit, 9, "x", addr(6))
+	if h.m.State() != Candidate {
+		t.Fatalf("a forged QUIT ended the candidacy: %v", h.m.State())
+	}
+	h.recv(tsp.Quit, 10, "m", addr(9)) // the master followed before
+	if h.m.State() != Slave {
+		t.Fatalf("the known master's QUIT was not obeyed: %v", h.m.State())
+	}
+}
+
+// TestAcceptedCandidateCorrects: a slave that accepted a candidate takes
+// the new master's first ADJTIME even if its MASTERUP was lost.
+func TestAcceptedCandidateCorrects(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toSlave()
+	h.recv(tsp.Election, 5, "c", addr(3))
+	if h.m.State() != Accept {
+		t.Fatalf("state %v, want accept", h.m.State())
+	}
+	acts := h.step(Recv{Packet: tsp.Packet{Type: tsp.AdjTime, Version: 1, Seq: 6, Name: "c"}, From: addr(3)})
+	if !appliesClock(acts) {
+		t.Fatalf("the accepted candidate's ADJTIME was refused: %v", acts)
+	}
+}
+
+func containsSend(as []Action, ty tsp.Type, to any) bool {
+	for _, s := range sends(as) {
+		if s.Packet.Type == ty && any(s.To) == to {
+			return true
+		}
+	}
+	return false
+}
