@@ -95,6 +95,10 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		}
 	}
 	d.hostname = tsp.TruncateName(d.hostname)
+	if d.hostname == "" || !tsp.ValidName(d.hostname) {
+		// Receivers drop packets whose name is not a host name.
+		return nil, fmt.Errorf("invalid hostname %q: accepted: printable ASCII without spaces (set --hostname)", d.hostname)
+	}
 
 	d.clock = opt.Clock
 	if d.clock == nil {

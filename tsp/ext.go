@@ -95,6 +95,9 @@ func UnmarshalExt(b []byte) (ExtPacket, error) {
 	}
 	e := ExtPacket{Kind: ExtKind(b[0]), Seq: binary.BigEndian.Uint16(b[2:4])}
 	e.Name = string(b[extHeaderSize : extHeaderSize+nlen])
+	if !ValidName(e.Name) {
+		return ExtPacket{}, badName(e.Name)
+	}
 	e.Payload = append([]byte(nil), b[extHeaderSize+nlen:]...)
 	return e, nil
 }

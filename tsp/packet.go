@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -54,7 +55,30 @@ var (
 	ErrNameNoNUL   = errors.New("name not NUL-terminated")
 	ErrNameTooLong = errors.New("name too long")
 	ErrNameHasNUL  = errors.New("name contains NUL")
+	ErrBadName     = errors.New("name is not a host name")
 )
+
+// ValidName reports whether name can be a host name: printable ASCII, no
+// space and no control byte (BSD's good_host_name idea). A name that is not
+// may carry terminal escapes meant for an admin's screen, so the decoders
+// drop it; BSD daemons only ever send their host name. The empty name
+// passes: it prints nothing.
+func ValidName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// badName describes a rejected name without printing its bytes raw.
+func badName(name string) *DecodeError {
+	if len(name) > 32 {
+		name = name[:32] + "…"
+	}
+	return &DecodeError{ErrBadName, strconv.QuoteToASCII(name)}
+}
 
 // DecodeError says why a datagram was refused. Err is one of the sentinel
 // errors above; the message adds the numbers that made it wrong.
@@ -89,6 +113,9 @@ func Unmarshal(b []byte) (Packet, error) {
 		return Packet{}, &DecodeError{ErrNameNoNUL, fmt.Sprintf("no NUL in %d name bytes", len(name))}
 	}
 	p.Name = string(name[:n])
+	if !ValidName(p.Name) {
+		return Packet{}, badName(p.Name)
+	}
 	switch {
 	case p.Type.CarriesTime():
 		p.Time.Sec = int32(binary.BigEndian.Uint32(b[4:8]))

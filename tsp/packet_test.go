@@ -259,3 +259,37 @@ func TestExtRoundTrip(t *testing.T) {
 		t.Fatal("oversized payload accepted")
 	}
 }
+
+// TestHostileNameRejected: a name with control bytes, spaces or bytes
+// beyond ASCII is not a host name; it is refused at decode, in both
+// framings, and the error shows it escaped, never raw.
+func TestHostileNameRejected(t *testing.T) {
+	for _, name := range []string{"evil\x1b[2J", "a b", "tab\there", "csi\xc2\x9b", "del\x7f", "bell\a"} {
+		b := make([]byte, PacketSize)
+		b[0], b[1] = byte(MasterUp), Version
+		copy(b[12:], name)
+		_, err := Unmarshal(b)
+		if !errors.Is(err, ErrBadName) {
+			t.Errorf("%q: %v, want ErrBadName", name, err)
+			continue
+		}
+		for _, c := range err.Error() {
+			if c < ' ' || c == 0x7f {
+				t.Errorf("%q: the error prints a control byte: %q", name, err.Error())
+			}
+		}
+		e := ExtPacket{Kind: ExtProbe, Name: name}
+		eb, merr := e.Marshal()
+		if merr != nil {
+			t.Fatal(merr)
+		}
+		if _, err := UnmarshalExt(eb); !errors.Is(err, ErrBadName) {
+			t.Errorf("ext %q: %v, want ErrBadName", name, err)
+		}
+	}
+	for _, name := range []string{"", "tsa", "hostb.example.com", "host_1-a"} {
+		if !ValidName(name) {
+			t.Errorf("%q refused", name)
+		}
+	}
+}

@@ -33,9 +33,9 @@ type options struct {
 var version = "dev"
 
 func main() {
-	opts := &options{out: os.Stdout, port: 525, controlSocket: config.DefaultControlSocket}
+	opts := &options{out: safeWriter{os.Stdout}, port: 525, controlSocket: config.DefaultControlSocket}
 	if err := newRoot(opts).Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "timedc:", err)
+		fmt.Fprintln(safeWriter{os.Stderr}, "timedc:", err)
 		os.Exit(1)
 	}
 }

@@ -19,11 +19,12 @@ const (
 	DropBadExt                           // extension framing that does not decode
 	DropQueueFull                        // the consumer of Packets() is behind
 	DropMalformed                        // any other decode error (none today)
+	DropBadName                          // a name that is not a printable host name
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
-	"short", "bad version", "no NUL", "unknown network", "own echo", "bad extension", "queue full", "malformed",
+	"short", "bad version", "no NUL", "unknown network", "own echo", "bad extension", "queue full", "malformed", "bad name",
 }
 
 func (r DropReason) String() string {

@@ -461,6 +461,9 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 			return DropBadExt, errTruncated
 		}
 		e, err := tsp.UnmarshalExt(b)
+		if errors.Is(err, tsp.ErrBadName) {
+			return DropBadName, err
+		}
 		if err != nil {
 			return DropBadExt, err
 		}
@@ -489,6 +492,8 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 		return DropBadVersion, err
 	case errors.Is(err, tsp.ErrNameNoNUL):
 		return DropNoNUL, err
+	case errors.Is(err, tsp.ErrBadName):
+		return DropBadName, err
 	default:
 		return DropMalformed, err
 	}
