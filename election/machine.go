@@ -154,6 +154,14 @@ func (m *Machine) Slaves() []Peer {
 // IsSlave reports whether the master lists name as a slave.
 func (m *Machine) IsSlave(name string) bool { return m.slaves[name] != nil }
 
+// IsSlaveAt reports whether the master lists name as a slave at address
+// from: what the slave asks (SETDATEREQ) is taken from its own address
+// only, not from any packet carrying its name.
+func (m *Machine) IsSlaveAt(name string, from netip.AddrPort) bool {
+	s := m.slaves[name]
+	return s != nil && s.Addr == from
+}
+
 // Backoff is the current election backoff factor (1 = none).
 func (m *Machine) Backoff() int { return m.backoff }
 

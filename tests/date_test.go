@@ -13,10 +13,7 @@ import (
 // and waits for its DATEACK.
 func setDate(t *testing.T, port int, when time.Time) {
 	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := listenReserved(t) // date(1) is setuid root: timed takes SETDATE only from a reserved port
 	defer conn.Close()
 	tv, err := tsp.TimeTimeval(when)
 	if err != nil {
@@ -44,6 +41,22 @@ func setDate(t *testing.T, port int, when time.Time) {
 			return
 		}
 	}
+}
+
+// listenReserved opens a loopback UDP socket on a free reserved port, as
+// a root-owned admin tool does (the tests run as root).
+func listenReserved(t *testing.T) *net.UDPConn {
+	t.Helper()
+	var last error
+	for port := 1023; port >= 600; port-- {
+		conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		if err == nil {
+			return conn
+		}
+		last = err
+	}
+	t.Fatalf("no reserved port (tests run as root): %v", last)
+	return nil
 }
 
 // TestSetDateMovesTheNetwork: a SETDATE 30 s ahead (beyond the 20 s step

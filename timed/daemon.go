@@ -59,6 +59,7 @@ type Daemon struct {
 	}
 	quit     context.CancelFunc // ends Run (control socket's quit)
 	trustGen uint64             // the -F list in force; older retries stop
+	admins   adminSources       // who may send admin packets (admin.go)
 }
 
 // Options are what a caller may supply instead of the defaults.

@@ -42,7 +42,7 @@ func (d *Daemon) datePacket(p tsp.Packet, r udp.Received) {
 	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(),
 		Queued: time.Since(r.At), Trusted: d.m.Trusted(r.From)}
 	if p.Type == tsp.SetDateReq {
-		req.KnownSlave = d.m.IsSlave(p.Name)
+		req.KnownSlave = d.m.IsSlaveAt(p.Name, r.From)
 		last, seen := d.st.dateSeq[p.Name]
 		req.NewSeq = !seen || last != p.Seq
 	}

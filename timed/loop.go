@@ -179,6 +179,12 @@ func (d *Daemon) receive(r udp.Received) {
 		return
 	}
 	switch p.Type {
+	case tsp.TraceOn, tsp.TraceOff, tsp.Test, tsp.SetDate:
+		if !d.adminAllowed(p, r.From) {
+			return
+		}
+	}
+	switch p.Type {
 	case tsp.TraceOn, tsp.TraceOff:
 		d.setTrace(p.Type == tsp.TraceOn)
 		d.ack(p, r.From, d.hostname)

@@ -24,6 +24,7 @@ type status struct {
 	dictate        int // rounds left in which the master's clock is the truth
 	unknownTypes   uint64
 	refused        map[election.RefuseReason]uint64 // packets the machine would not obey
+	refusedAdmins  uint64                           // admin packets from an unprivileged source
 
 	dateSeq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
 	dateSeqNext  uint16
@@ -59,6 +60,8 @@ func (s *status) electionSeen() bool {
 }
 
 func (s *status) dropUnknownType() { s.unknownTypes++ }
+
+func (s *status) refusedAdmin() { s.refusedAdmins++ }
 
 func (s *status) refusedPacket(r election.RefuseReason) {
 	if s.refused == nil {
@@ -168,6 +171,9 @@ func (d *Daemon) snapshot() *control.Status {
 	}
 	if s.unknownTypes > 0 {
 		st.Drops["unknown type"] = s.unknownTypes
+	}
+	if s.refusedAdmins > 0 {
+		st.Drops["refused admin-unprivileged"] = s.refusedAdmins
 	}
 	for r, n := range s.refused {
 		st.Drops["refused "+string(r)] = n

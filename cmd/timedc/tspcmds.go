@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,9 +68,13 @@ func exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Du
 // nil, reads the answers from addr's host until accept takes one or wait
 // (or ctx) runs out.
 func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Duration, accept func([]byte) bool) error {
-	conn, err := net.ListenUDP("udp4", nil)
+	open := func() (*net.UDPConn, error) { return net.ListenUDP("udp4", nil) }
+	if needsReservedPort(b) {
+		open = listenReserved
+	}
+	conn, err := open()
 	if err != nil {
-		return fmt.Errorf("open UDP socket: %w", err)
+		return err
 	}
 	defer conn.Close()
 	if _, err := conn.WriteToUDP(b, addr); err != nil {
@@ -99,6 +104,37 @@ func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Durat
 			return nil
 		}
 	}
+}
+
+// needsReservedPort: our daemons obey TRACEON/TRACEOFF, TEST and SETDATE
+// from the network only from a reserved port on their own host (BSD's
+// timedc and date(1) are setuid root for the same reason).
+func needsReservedPort(b []byte) bool {
+	if len(b) < 2 || b[1] != tsp.Version {
+		return false
+	}
+	switch tsp.Type(b[0]) {
+	case tsp.TraceOn, tsp.TraceOff, tsp.Test, tsp.SetDate:
+		return true
+	}
+	return false
+}
+
+// listenReserved opens a UDP socket on a free reserved port (1023 down to
+// 600, as rresvport does).
+func listenReserved() (*net.UDPConn, error) {
+	var last error
+	for port := 1023; port >= 600; port-- {
+		conn, err := net.ListenUDP("udp4", &net.UDPAddr{Port: port})
+		if err == nil {
+			return conn, nil
+		}
+		if errors.Is(err, syscall.EACCES) {
+			return nil, fmt.Errorf("this command must come from a reserved port: run timedc as root (or with CAP_NET_BIND_SERVICE), on the daemon's host: %w", err)
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("no free reserved UDP port: %w", last)
 }
 
 func msiteCmd(o *options) *cobra.Command {

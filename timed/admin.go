@@ -1,0 +1,73 @@
+package timed
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// Admin packets from the network (TRACEON/TRACEOFF, TEST, SETDATE) change
+// what the daemon does or the time itself, and BSD took them from anyone.
+// Ours take them only from a reserved source port (< 1024: root's, as
+// BSD's setuid timedc and date(1) use) on one of this host's own
+// addresses. An unprivileged local user, or anyone on the LAN, is refused,
+// counted and logged once per source; local admins have the control
+// socket.
+
+const (
+	reservedPorts   = 1024             // source ports below this need root
+	localAddrsTTL   = 10 * time.Second // how long the host's address list is trusted
+	maxLoggedAdmins = 256              // refused sources remembered for log-once
+)
+
+// adminSources caches this host's addresses and remembers which refused
+// sources were logged.
+type adminSources struct {
+	addrs  map[netip.Addr]bool
+	readAt time.Time
+	logged map[netip.AddrPort]bool
+}
+
+// isLocal: a is loopback or one of this host's interface addresses. The
+// list is read again at most every localAddrsTTL, so a flood of admin
+// packets does not become a flood of netlink dumps.
+func (s *adminSources) isLocal(a netip.Addr, now time.Time) bool {
+	a = a.Unmap()
+	if a.IsLoopback() {
+		return true
+	}
+	if s.addrs == nil || now.Sub(s.readAt) > localAddrsTTL {
+		s.addrs, s.readAt = map[netip.Addr]bool{}, now
+		if ifAddrs, err := net.InterfaceAddrs(); err == nil {
+			for _, ia := range ifAddrs {
+				if pn, ok := ia.(*net.IPNet); ok {
+					if ip, ok := netip.AddrFromSlice(pn.IP); ok {
+						s.addrs[ip.Unmap()] = true
+					}
+				}
+			}
+		}
+	}
+	return s.addrs[a]
+}
+
+// adminAllowed decides whether an admin packet from the network is obeyed.
+func (d *Daemon) adminAllowed(p tsp.Packet, from netip.AddrPort) bool {
+	if from.Port() < reservedPorts && d.admins.isLocal(from.Addr(), time.Now()) {
+		return true
+	}
+	d.st.refusedAdmin()
+	if d.admins.logged == nil {
+		d.admins.logged = map[netip.AddrPort]bool{}
+	}
+	if !d.admins.logged[from] && len(d.admins.logged) < maxLoggedAdmins {
+		d.admins.logged[from] = true
+		d.log.WithFields(logrus.Fields{"type": p.Type.String(), "from": from.String()}).
+			Warn("refused an admin packet: accepted only from a reserved port on this host (use the control socket); further ones from this source are only counted")
+	}
+	return false
+}
