@@ -419,10 +419,31 @@ func TestTimedcAcrossContainers(t *testing.T) {
 		}
 	}
 
-	// trace on and off, across the network.
+	// trace and election across the network are refused: our daemons
+	// take admin packets only from a reserved port on their own host.
+	before, err := c.status(slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.timedc(from, "--timeout", "1s", "trace", "on", slave); err == nil {
+		t.Fatalf("trace on %s from %s was answered; want it refused", slave, from)
+	}
+	if _, err := c.timedc(from, "election", slave); err != nil {
+		t.Fatal(err) // TEST has no answer: the send succeeds, the daemon drops it
+	}
+	c.await("the remote admin packets counted as refused at "+slave, 5*time.Second, func() (bool, string) {
+		st, err := c.status(slave)
+		if err != nil {
+			return false, err.Error()
+		}
+		n := st.Drops["refused admin-unprivileged"]
+		return n >= 2 && !st.Trace && st.Elections == before.Elections, fmt.Sprintf("refused %d, trace %v, elections %d", n, st.Trace, st.Elections)
+	})
+
+	// trace on and off, from the slave's own host (root, reserved port).
 	for _, on := range []bool{true, false} {
 		word := map[bool]string{true: "on", false: "off"}[on]
-		if _, err := c.timedc(from, "trace", word, slave); err != nil {
+		if _, err := c.timedc(slave, "trace", word); err != nil {
 			t.Fatal(err)
 		}
 		st, err := c.status(slave)
@@ -430,16 +451,12 @@ func TestTimedcAcrossContainers(t *testing.T) {
 			t.Fatal(err)
 		}
 		if st.Trace != on {
-			t.Fatalf("trace %s %s from %s: status says trace=%v", word, slave, from, st.Trace)
+			t.Fatalf("trace %s on %s itself: status says trace=%v", word, slave, st.Trace)
 		}
 	}
 
 	// election: the slave starts one; one master follows.
-	before, err := c.status(slave)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.timedc(from, "election", slave); err != nil {
+	if _, err := c.timedc(slave, "election", "localhost"); err != nil {
 		t.Fatal(err)
 	}
 	took := c.await("an election at "+slave, electionBound, func() (bool, string) {
