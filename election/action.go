@@ -63,6 +63,8 @@ type RefuseReason string
 const (
 	RefusedNotFollowed RefuseReason = "not-master-followed" // ADJTIME/SETTIME from elsewhere
 	RefusedNotMaster   RefuseReason = "quit-not-master"     // QUIT from a host not known as a master
+	RefusedTableFull   RefuseReason = "slave-table-full"    // MaxSlaves reached
+	RefusedNameTaken   RefuseReason = "slave-name-taken"    // a listed slave's name from another address
 )
 
 // Peer is another daemon on the network: its host name and address.

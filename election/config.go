@@ -110,6 +110,11 @@ type Config struct {
 
 	// ResolveRounds bounds the RESOLVE rounds of a master in Conflict (3).
 	ResolveRounds int
+
+	// MaxSlaves bounds the master's slave table (BSD NHOSTS: 1013), so a
+	// flood of SLAVEUPs under forged names cannot grow it without end.
+	// Slaves beyond it are Refused.
+	MaxSlaves int
 }
 
 // DefaultConfig returns BSD's timers (facts §3) for a daemon called name.
@@ -135,6 +140,7 @@ func DefaultConfig(name string) Config {
 		},
 		LostHost:      3,
 		ResolveRounds: 3,
+		MaxSlaves:     1013,
 	}
 }
 
@@ -208,6 +214,8 @@ func (c *Config) Validate() error {
 		return invalid("LostHost", "is %d, must be ≥ 1", c.LostHost)
 	case c.ResolveRounds < 1:
 		return invalid("ResolveRounds", "is %d, must be ≥ 1", c.ResolveRounds)
+	case c.MaxSlaves < 1:
+		return invalid("MaxSlaves", "is %d, must be ≥ 1", c.MaxSlaves)
 	}
 	for i, d := range c.Retransmit {
 		if d <= 0 {

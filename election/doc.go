@@ -118,6 +118,10 @@
 //     a real master answers MASTERACK and its next copy is obeyed. BSD's
 //     candidate obeyed any QUIT, so a QUIT storm kept a network without a
 //     master.
+//   - The slave table is bounded (MaxSlaves, BSD's NHOSTS 1013) and an
+//     entry keeps the address it was listed with: a SLAVEUP carrying a
+//     listed slave's name from another address is Refused (BSD replaced
+//     the address, so a forger could divert a slave's corrections).
 //   - A candidate that receives ADJTIME or SETTIME from the master it
 //     followed before gives up and follows it again (BSD ignored them in
 //     the candidate loop).

@@ -742,11 +742,16 @@ func (m *Machine) recvCandidate(p tsp.Packet, peer Peer) {
 	trusted := m.isTrusted(peer.Addr)
 	switch p.Type {
 	case tsp.Accept, tsp.SlaveUp:
-		if m.slaves[p.Name] == nil {
-			m.slaves[p.Name] = &slave{Peer: peer, needSet: true}
-			if p.Type == tsp.Accept {
-				m.setTimer(TimerCandidate, m.cfg.CandidateWait)
-			}
+		if m.slaves[p.Name] != nil {
+			return
+		}
+		if len(m.slaves) >= m.cfg.MaxSlaves {
+			m.refused(p, peer.Addr, RefusedTableFull)
+			return
+		}
+		m.slaves[p.Name] = &slave{Peer: peer, needSet: true}
+		if p.Type == tsp.Accept {
+			m.setTimer(TimerCandidate, m.cfg.CandidateWait)
 		}
 	case tsp.Refuse:
 		if !m.dup(p) {
@@ -826,16 +831,27 @@ func (m *Machine) masterUp() {
 
 func (m *Machine) emitSlaves() { m.emit(SlaveList{Slaves: m.Slaves()}) }
 
-func (m *Machine) addSlave(peer Peer) *slave {
+// addSlave lists peer as a slave and returns its entry, or nil when it
+// may not be listed. The table is bounded (MaxSlaves), and an entry keeps
+// the address it was listed with: a packet carrying a listed slave's name
+// from elsewhere would otherwise divert that slave's corrections. A slave
+// that really moved is listed again from its new address once the old
+// entry is dropped after LostHost failed rounds.
+func (m *Machine) addSlave(p tsp.Packet, peer Peer) *slave {
 	s := m.slaves[peer.Name]
-	if s == nil {
-		s = &slave{Peer: peer, needSet: true}
-		m.slaves[peer.Name] = s
-		m.emitSlaves()
-	} else if s.Addr != peer.Addr {
-		s.Addr = peer.Addr
-		m.emitSlaves()
+	switch {
+	case s != nil && s.Addr != peer.Addr:
+		m.refused(p, peer.Addr, RefusedNameTaken)
+		return nil
+	case s != nil:
+		return s
+	case len(m.slaves) >= m.cfg.MaxSlaves:
+		m.refused(p, peer.Addr, RefusedTableFull)
+		return nil
 	}
+	s = &slave{Peer: peer, needSet: true}
+	m.slaves[peer.Name] = s
+	m.emitSlaves()
 	return s
 }
 
@@ -845,7 +861,10 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 	case tsp.MasterReq, tsp.Resolve:
 		m.reply(tsp.MasterAck, p, peer.Addr)
 	case tsp.SlaveUp:
-		s := m.addSlave(peer)
+		s := m.addSlave(p, peer)
+		if s == nil {
+			return
+		}
 		s.needSet = true // a (re)started slave is set before it is adjusted
 		if m.now.Sub(m.masterUpAt) >= m.cfg.SetTimeGuard {
 			m.setTime(s, 0)
@@ -853,7 +872,7 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 	case tsp.Accept:
 		// A late ACCEPT (its ACK was lost): answer it, list the sender.
 		m.reply(tsp.Ack, p, peer.Addr)
-		m.addSlave(peer)
+		m.addSlave(p, peer)
 	case tsp.Refuse:
 		m.reply(tsp.Ack, p, peer.Addr)
 	case tsp.Election:
@@ -864,7 +883,7 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		// take it on.
 		m.quit(peer, nil)
 		if trusted {
-			m.addSlave(peer)
+			m.addSlave(p, peer)
 		}
 	case tsp.Conflict:
 		m.reply(tsp.Ack, p, peer.Addr)

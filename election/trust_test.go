@@ -157,3 +157,26 @@ func containsSend(as []Action, ty tsp.Type, to any) bool {
 	}
 	return false
 }
+
+// TestSlaveTableBounded: the master lists at most MaxSlaves slaves, and a
+// SLAVEUP carrying a listed slave's name from another address neither
+// replaces its address nor gets answered.
+func TestSlaveTableBounded(t *testing.T) {
+	cfg := DefaultConfig("a")
+	cfg.MaxSlaves = 3
+	h := newHarness(t, cfg)
+	h.toMaster()
+	for i := range 10 {
+		h.recv(tsp.SlaveUp, 0, string(rune('b'+i)), addr(10+i))
+	}
+	if n := len(h.m.Slaves()); n != 3 {
+		t.Fatalf("%d slaves listed, want the cap of 3", n)
+	}
+	acts := h.recv(tsp.SlaveUp, 0, "b", addr(99))
+	if got := refusedReasons(acts); len(got) != 1 || got[0] != RefusedNameTaken || len(sends(acts)) != 0 {
+		t.Fatalf("hijack of b's entry: refused %v, sent %v", got, sendTypes(acts))
+	}
+	if !h.m.IsSlaveAt("b", addr(10)) || h.m.IsSlaveAt("b", addr(99)) {
+		t.Fatal("b's entry moved to the forger's address")
+	}
+}
