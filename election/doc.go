@@ -118,6 +118,10 @@
 //     a real master answers MASTERACK and its next copy is obeyed. BSD's
 //     candidate obeyed any QUIT, so a QUIT storm kept a network without a
 //     master.
+//   - A slave that follows a master does not pull its election in when an
+//     untrusted daemon acts as master or candidate (BSD's FASTTOUT): its
+//     master suppresses the impostor, and one forged MASTERUP would
+//     otherwise start an election among all eligible slaves.
 //   - The slave table is bounded (MaxSlaves, BSD's NHOSTS 1013) and an
 //     entry keeps the address it was listed with: a SLAVEUP carrying a
 //     listed slave's name from another address is Refused (BSD replaced

@@ -710,8 +710,12 @@ func (m *Machine) recvSlave(p tsp.Packet, peer Peer) {
 
 // fastElection pulls the election timer in after an untrusted daemon tried
 // to be master, so a trusted one takes over soon (BSD).
+//
+// A slave that follows a master skips it: its master hears the impostor
+// too and suppresses it, and pulling the election in would let one forged
+// MASTERUP start an election among every eligible slave.
 func (m *Machine) fastElection() {
-	if !m.cfg.MayBeMaster {
+	if !m.cfg.MayBeMaster || (m.state == Slave && m.haveMaster) {
 		return
 	}
 	if d, ok := m.timers[TimerElection]; ok && d.Sub(m.now) <= m.cfg.FastElection {

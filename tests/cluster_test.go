@@ -97,6 +97,18 @@ func freePorts(t *testing.T, n int) []int {
 // simulated clock offset by offsets[i] (none touches the real clock).
 func newCluster(t *testing.T, offsets []time.Duration, extra func(i int) []string) *cluster {
 	t.Helper()
+	return newClusterPeers(t, offsets, func(i int, _ string) []string {
+		if extra == nil {
+			return nil
+		}
+		return extra(i)
+	})
+}
+
+// newClusterPeers is newCluster whose extra arguments may name the peer
+// list (host:port of every node), e.g. to trust them.
+func newClusterPeers(t *testing.T, offsets []time.Duration, extra func(i int, peers string) []string) *cluster {
+	t.Helper()
 	ports := freePorts(t, len(offsets))
 	var peers []string
 	for _, p := range ports {
@@ -111,9 +123,7 @@ func newCluster(t *testing.T, offsets []time.Duration, extra func(i int) []strin
 			"--control-socket", n.socket(), "--log-level", "debug",
 			"--sync-interval", syncInterval.String(), "--election-timeout-min", electionMin.String(),
 			"--election-timeout-max", electionMax.String()}
-		if extra != nil {
-			n.args = append(n.args, extra(i)...)
-		}
+		n.args = append(n.args, extra(i, c.peers)...)
 		c.nodes = append(c.nodes, n)
 		c.start(n)
 	}
