@@ -65,6 +65,7 @@ const (
 	RefusedNotMaster   RefuseReason = "quit-not-master"     // QUIT from a host not known as a master
 	RefusedTableFull   RefuseReason = "slave-table-full"    // MaxSlaves reached
 	RefusedNameTaken   RefuseReason = "slave-name-taken"    // a listed slave's name from another address
+	RefusedSendsFull   RefuseReason = "sends-full"          // too many reliable sends pending: this one is not sent
 )
 
 // Peer is another daemon on the network: its host name and address.

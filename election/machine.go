@@ -34,6 +34,7 @@ type Machine struct {
 
 	timers   map[TimerID]time.Time // armed timers and their deadlines
 	sends    map[TimerID]*outgoing
+	pending  [3]int // len(sends) by role, for their bounds (reliable.go)
 	bySeq    map[uint16]*outgoing
 	nextSend TimerID
 
@@ -46,6 +47,7 @@ type Machine struct {
 	setSeen    bool
 	backoff    int
 	seen       map[seenKey]seenSeq // last seq acted upon, per (type, sender)
+	seenSwept  time.Time           // last sweep of expired entries from seen
 
 	// Start-up and Consistency.
 	probeSeq uint16
@@ -113,6 +115,7 @@ func New(cfg Config, rng *rand.Rand) (*Machine, error) {
 func (m *Machine) reset() {
 	m.timers = map[TimerID]time.Time{}
 	m.sends = map[TimerID]*outgoing{}
+	m.pending = [3]int{}
 	m.bySeq = map[uint16]*outgoing{}
 	m.seen = map[seenKey]seenSeq{}
 	m.slaves = map[string]*slave{}
@@ -456,14 +459,39 @@ func (m *Machine) slaveUp(to Peer) {
 // arrive within one retransmit span; the window is twice that, so that a
 // BSD daemon, which leaves ELECTION's seq unset and may repeat the same
 // garbage value, is still heard at its next election.
+//
+// The table is bounded (maxSeen): packets under ever new names must not
+// grow it without end. When it is full, expired entries go; if none has
+// expired the packet is not recorded, so a later copy of it is acted upon
+// again, which is harmless, rather than the table growing.
 func (m *Machine) dup(p tsp.Packet) bool {
 	k := seenKey{p.Type, p.Name}
-	if s, ok := m.seen[k]; ok && s.seq == p.Seq && m.now.Sub(s.at) <= 2*m.cfg.RetransmitSpan() {
+	window := 2 * m.cfg.RetransmitSpan()
+	if s, ok := m.seen[k]; ok && s.seq == p.Seq && m.now.Sub(s.at) <= window {
 		return true
+	}
+	if _, ok := m.seen[k]; !ok && len(m.seen) >= maxSeen {
+		// Sweep at most every quarter window: under a flood a sweep per
+		// packet would cost the whole table each time.
+		if m.now.Sub(m.seenSwept) >= window/4 {
+			m.seenSwept = m.now
+			for key, s := range m.seen {
+				if m.now.Sub(s.at) > window {
+					delete(m.seen, key)
+				}
+			}
+		}
+		if len(m.seen) >= maxSeen {
+			return false
+		}
 	}
 	m.seen[k] = seenSeq{seq: p.Seq, at: m.now}
 	return false
 }
+
+// maxSeen bounds the duplicate table: a few packet types from each of
+// NHOSTS senders.
+const maxSeen = 4096
 
 // ---- receive ---------------------------------------------------------------
 

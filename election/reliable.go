@@ -40,7 +40,18 @@ type outgoing struct {
 // Any, it is retransmitted on the Retransmit schedule until an answer of
 // type want with the same seq arrives from the addressee (from anyone for a
 // broadcast). onFail runs when the schedule is exhausted.
+//
+// Pending sends are bounded: answers to packets from others (ACCEPT,
+// REFUSE, QUIT to a rival) at maxAnswers, a master's own sends at
+// MaxSlaves plus a margin, so that a flood of ELECTIONs under new names
+// can neither grow the table without end nor crowd out the ADJTIMEs that
+// keep the master's slaves. A send beyond the bound is dropped and
+// reported as Refused.
 func (m *Machine) send(o *outgoing, delay time.Duration) {
+	if (o.want != tsp.Any || delay > 0) && m.pending[o.role] >= m.pendingBound(o.role) {
+		m.emit(Refused{Type: o.pkt.Type, From: o.to, Reason: RefusedSendsFull})
+		return
+	}
 	m.nextSend++
 	o.id = firstSendTimer + m.nextSend
 	if o.want == tsp.Any && delay == 0 {
@@ -48,6 +59,7 @@ func (m *Machine) send(o *outgoing, delay time.Duration) {
 		return
 	}
 	m.sends[o.id] = o
+	m.pending[o.role]++
 	if o.want != tsp.Any {
 		m.bySeq[o.pkt.Seq] = o
 	}
@@ -86,11 +98,24 @@ func (m *Machine) sendTimer(o *outgoing) {
 }
 
 func (m *Machine) dropSend(o *outgoing) {
+	if _, ok := m.sends[o.id]; ok {
+		m.pending[o.role]--
+	}
 	delete(m.sends, o.id)
 	if m.bySeq[o.pkt.Seq] == o {
 		delete(m.bySeq, o.pkt.Seq)
 	}
 	delete(m.timers, o.id)
+}
+
+// maxAnswers bounds the pending sends that answer others.
+const maxAnswers = 1024
+
+func (m *Machine) pendingBound(r role) int {
+	if r == roleMaster {
+		return m.cfg.MaxSlaves + 64
+	}
+	return maxAnswers
 }
 
 // matchAnswer completes the pending send that p answers, if any.

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/timed-project/timed/tsp"
@@ -178,5 +179,36 @@ func TestSlaveTableBounded(t *testing.T) {
 	}
 	if !h.m.IsSlaveAt("b", addr(10)) || h.m.IsSlaveAt("b", addr(99)) {
 		t.Fatal("b's entry moved to the forger's address")
+	}
+}
+
+// TestFloodBounded: ELECTIONs under 20000 made-up names (each would be
+// answered with a reliable REFUSE) leave the machine's tables bounded, and
+// a master's own sends are not crowded out by them.
+func TestFloodBounded(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toSlave()
+	h.recv(tsp.Election, 1, "c", addr(3)) // Accept: every other candidate is REFUSEd
+	refused := 0
+	for i := range 20000 {
+		acts := h.recv(tsp.Election, uint16(i), fmt.Sprintf("x%d", i), addr(100+i%100))
+		for _, r := range refusedReasons(acts) {
+			if r == RefusedSendsFull {
+				refused++
+			}
+		}
+	}
+	if len(h.m.sends) > maxAnswers || len(h.m.seen) > maxSeen {
+		t.Fatalf("tables grew: %d sends (bound %d), %d seen (bound %d)", len(h.m.sends), maxAnswers, len(h.m.seen), maxSeen)
+	}
+	if refused == 0 {
+		t.Fatal("no send was refused: the bound was never reached")
+	}
+	if h.m.pending[roleAny] != len(h.m.sends) {
+		t.Fatalf("pending count %d, sends %d", h.m.pending[roleAny], len(h.m.sends))
+	}
+	// The master's own sends have a bound of their own.
+	if got := h.m.pendingBound(roleMaster); got <= h.m.cfg.MaxSlaves {
+		t.Fatalf("master bound %d leaves no room for MaxSlaves %d", got, h.m.cfg.MaxSlaves)
 	}
 }

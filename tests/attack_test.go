@@ -257,7 +257,7 @@ func TestAttackHostileName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsAny(out, "\x1b\x9b") || strings.Contains(out, "pwned") {
+	if strings.ContainsRune(out, 0x1b) || strings.ContainsRune(out, 0x9b) || strings.Contains(out, "pwned") {
 		t.Fatalf("timedc status shows the hostile name: %q", out)
 	}
 }
