@@ -117,12 +117,13 @@ func (s *status) corrected(a clocksync.Applied) {
 // snapshot builds the control socket's status.
 func (d *Daemon) snapshot() *control.Status {
 	s := &d.st
+	rt := d.primary() // the status shows one network until several are served
 	st := &control.Status{
-		State:          d.m.State().String(),
+		State:          rt.m.State().String(),
 		Hostname:       d.hostname,
 		Clock:          d.cfg.Clock,
 		MayBeMaster:    d.cfg.MayBeMaster,
-		StateSince:     d.m.StateSince(),
+		StateSince:     rt.m.StateSince(),
 		Elections:      s.elections,
 		LastElection:   s.lastElection.Seconds(),
 		LastCorrection: s.lastCorrection,
@@ -148,14 +149,14 @@ func (d *Daemon) snapshot() *control.Status {
 		}
 		st.Networks = append(st.Networks, net)
 	}
-	if m, ok := d.m.Master(); ok {
+	if m, ok := rt.m.Master(); ok {
 		addr := m.Addr.String()
 		if m.Name == d.hostname {
 			addr = d.tr.LocalAddr().String()
 		}
 		st.Master = &control.Peer{Name: m.Name, Address: addr}
 	}
-	if d.m.State() == election.Master {
+	if rt.m.State() == election.Master {
 		for _, sl := range s.slaves {
 			st.Slaves = append(st.Slaves, *sl)
 		}
