@@ -17,6 +17,15 @@ import (
 // SETDATEREQ and confirms with DATEACK once the master has. What to do is
 // clocksync.DecideDate's call; this file carries it out.
 
+// dateState is a network's date path: the date requests of its slaves and
+// those forwarded to its master.
+type dateState struct {
+	dictate  int               // rounds left in which the master's clock is the truth
+	seq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
+	seqNext  uint16
+	forwards map[uint16]*dateForward
+}
+
 // dateForward is a SETDATEREQ this slave sent to its master on behalf of a
 // local SETDATE, waiting for the master's DATEACK.
 type dateForward struct {
@@ -44,7 +53,7 @@ func (rt *netRuntime) datePacket(p tsp.Packet, r udp.Received) {
 		Queued: time.Since(r.At), Trusted: rt.m.Trusted(r.From)}
 	if p.Type == tsp.SetDateReq {
 		req.KnownSlave = rt.m.IsSlaveAt(p.Name, r.From)
-		last, seen := d.st.dateSeq[p.Name]
+		last, seen := rt.date.seq[p.Name]
 		req.NewSeq = !seen || last != p.Seq
 	}
 	dec := clocksync.DecideDate(role, req, d.clock.Now(), d.cfg.Sync.StepThreshold)
@@ -60,7 +69,7 @@ func (rt *netRuntime) datePacket(p tsp.Packet, r udp.Received) {
 		return
 	}
 	if p.Type == tsp.SetDateReq {
-		d.st.dateSeq[p.Name] = p.Seq
+		rt.date.seq[p.Name] = p.Seq
 	}
 	log = log.WithField("to", dec.Target.UTC().Format(time.RFC3339Nano))
 	if dec.DateAck {
@@ -70,12 +79,12 @@ func (rt *netRuntime) datePacket(p tsp.Packet, r udp.Received) {
 	case dec.Step:
 		log.Info("date changed: stepping the network")
 		d.applySetTime(dec.Target, 0, p.Name)
-		d.st.dictate = dec.Dictate
+		rt.date.dictate = dec.Dictate
 		rt.spreadTime()
 	case dec.Slew != 0 || dec.Dictate > 0:
 		log.Info("date changed: slewing the network")
 		d.applyAdjust(dec.Slew, p.Name)
-		d.st.dictate = dec.Dictate
+		rt.date.dictate = dec.Dictate
 		rt.step(election.ForceElection{}, time.Time{}) // a master's TEST: sync now
 	case dec.ForwardReq:
 		m, ok := rt.m.Master()
@@ -88,10 +97,10 @@ func (rt *netRuntime) datePacket(p tsp.Packet, r udp.Received) {
 			log.WithError(err).Warn("date request dropped")
 			return
 		}
-		d.st.dateSeqNext++
+		rt.date.seqNext++
 		f := &dateForward{requester: r.From, reqSeq: p.Seq, to: m.Addr,
-			pkt: tsp.Packet{Type: tsp.SetDateReq, Version: tsp.Version, Seq: d.st.dateSeqNext, Time: tv, Name: d.hostname}}
-		d.st.dateForwards[f.pkt.Seq] = f
+			pkt: tsp.Packet{Type: tsp.SetDateReq, Version: tsp.Version, Seq: rt.date.seqNext, Time: tv, Name: d.hostname}}
+		rt.date.forwards[f.pkt.Seq] = f
 		log.WithField("master", m.Name).Info("date request forwarded to the master")
 		rt.forwardDate(f)
 	}
@@ -102,7 +111,7 @@ func (rt *netRuntime) forwardDate(f *dateForward) {
 	d := rt.d
 	sched := d.cfg.Election.Retransmit
 	if f.tries >= len(sched) {
-		delete(d.st.dateForwards, f.pkt.Seq)
+		delete(rt.date.forwards, f.pkt.Seq)
 		rt.log.WithField("to", f.to.String()).Warn("master did not confirm the date change")
 		return
 	}
@@ -110,7 +119,7 @@ func (rt *netRuntime) forwardDate(f *dateForward) {
 	wait := sched[f.tries]
 	f.tries++
 	d.after(wait, func() {
-		if d.st.dateForwards[f.pkt.Seq] == f {
+		if rt.date.forwards[f.pkt.Seq] == f {
 			rt.forwardDate(f)
 		}
 	})
@@ -118,13 +127,12 @@ func (rt *netRuntime) forwardDate(f *dateForward) {
 
 // dateAcked: the master confirmed our SETDATEREQ; confirm to date(1).
 func (rt *netRuntime) dateAcked(p tsp.Packet) {
-	d := rt.d
-	f, ok := d.st.dateForwards[p.Seq]
+	f, ok := rt.date.forwards[p.Seq]
 	if !ok {
 		return
 	}
-	delete(d.st.dateForwards, p.Seq)
-	rt.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: f.reqSeq, Name: d.hostname}, To: f.requester})
+	delete(rt.date.forwards, p.Seq)
+	rt.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: f.reqSeq, Name: rt.d.hostname}, To: f.requester})
 }
 
 // spreadTime re-asserts the master's time on every slave (BSD spreadtime):
@@ -133,6 +141,6 @@ func (rt *netRuntime) spreadTime() {
 	if rt.m.State() != election.Master {
 		return
 	}
-	rt.d.st.dictate = max(rt.d.st.dictate, 1)
+	rt.date.dictate = max(rt.date.dictate, 1)
 	rt.step(election.ForceElection{}, time.Time{})
 }

@@ -55,7 +55,7 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 	case election.StateChange:
 		rt.stateChanged(a)
 	case election.SlaveList:
-		d.st.setSlaves(a.Slaves)
+		rt.st.setSlaves(a.Slaves)
 	case election.SyncRound:
 		rt.startSyncRound(a)
 	case election.AdjustClock:
@@ -67,7 +67,7 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		}
 		d.applySetTime(a.Time, queued, a.Master)
 	case election.Refused:
-		d.st.refusedPacket(a.Reason)
+		rt.st.refusedPacket(a.Reason)
 		rt.log.WithFields(logrus.Fields{"type": a.Type.String(), "from": a.From.String(), "reason": string(a.Reason)}).Debug("refused")
 	default:
 		rt.log.WithField("action", a).Error("unknown action from the election machine")
@@ -152,7 +152,7 @@ func (rt *netRuntime) stateChanged(a election.StateChange) {
 	if a.To == election.Candidate || a.To == election.Accept {
 		rt.electionSeen()
 	}
-	d.st.stateChanged(a)
+	rt.st.stateChanged(a)
 	fields := logrus.Fields{"from": a.From.String(), "to": a.To.String(), "reason": a.Reason}
 	if m, ok := rt.m.Master(); ok && a.To != election.Master {
 		fields["master"] = m.Name
@@ -163,7 +163,7 @@ func (rt *netRuntime) stateChanged(a election.StateChange) {
 }
 
 func (rt *netRuntime) electionSeen() {
-	if rt.d.st.electionSeen() {
+	if rt.st.electionSeen() {
 		rt.d.metrics.electionSeen()
 	}
 }

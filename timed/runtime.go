@@ -25,6 +25,8 @@ type netRuntime struct {
 	log     *logrus.Entry // the daemon's logger with this network's field
 	m       *election.Machine
 	timers  map[election.TimerID]*timerEntry
+	st      netStatus // its part of `timedc status`
+	date    dateState
 }
 
 // newNetRuntime builds the runtime of network n, its machine seeded with
@@ -42,6 +44,7 @@ func newNetRuntime(d *Daemon, n udp.Network, ecfg election.Config, seed uint64) 
 		log:     d.log.WithField("network", n.String()),
 		m:       m,
 		timers:  map[election.TimerID]*timerEntry{},
+		date:    dateState{seq: map[string]uint16{}, forwards: map[uint16]*dateForward{}},
 	}, nil
 }
 

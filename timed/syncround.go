@@ -41,9 +41,9 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		trusted[i] = rt.m.Trusted(s.Addr)
 	}
 	deadline := time.Now().Add(d.roundBudget())
-	dictate := d.st.dictate > 0
+	dictate := rt.date.dictate > 0
 	if dictate {
-		d.st.dictate--
+		rt.date.dictate--
 	}
 	d.rounds.Add(1)
 	go func() {
@@ -83,7 +83,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 // and applies the master's own share to its clock.
 func (rt *netRuntime) syncFinished(s syncDone) {
 	d := rt.d
-	d.st.roundMeasured(s)
+	rt.st.roundMeasured(s)
 	d.metrics.roundMeasured(s)
 	failed := 0
 	for i, m := range s.measured {
