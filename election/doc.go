@@ -47,14 +47,16 @@
 //
 // BSD serves every network of a multi-homed host from one process, as
 // master on some ("submaster") and slave on at most one. Here each network
-// gets its own Machine, with Config.Network naming it. The host layer
-// keeps the rule "slave on at most one network": when one machine becomes
-// Slave it stops the machines of the other networks where the host would
-// be a slave (Stop) and restarts them later, and it forwards the slave
-// network's corrections to the networks it masters, as BSD's submaster
-// does. LOOP carries a hop count for that forwarding; this issue serves
-// one network, so a master drops LOOPs with its own name and treats any
-// other as a second master.
+// gets its own Machine, with Config.Network naming it: the daemon keeps
+// one runtime per network (package timed), each driving its own Machine.
+// For now it serves only the first network. Once it serves several, the
+// host layer is to keep the rule "slave on at most one network": when one
+// machine becomes Slave it stops the machines of the other networks where
+// the host would be a slave (Stop) and restarts them later, and it
+// forwards the slave network's corrections to the networks it masters, as
+// BSD's submaster does. LOOP carries a hop count for that forwarding;
+// with one network served, a master drops LOOPs with its own name and
+// treats any other as a second master.
 //
 // # Departures from the paper and from FreeBSD, and why
 //

@@ -51,7 +51,9 @@ func (d *Daemon) control(req control.Request) control.Response {
 		d.setTrace(req.On)
 		return control.Response{OK: true, Status: d.snapshot()}
 	case control.CmdElection:
-		d.step(election.ForceElection{}, time.Time{})
+		for _, rt := range d.runtimes {
+			rt.step(election.ForceElection{}, time.Time{})
+		}
 		return control.Response{OK: true}
 	case control.CmdQuit:
 		d.log.Info("quit requested over the control socket")

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +29,7 @@ type Daemon struct {
 	log      *logrus.Logger
 	hostname string
 	tr       *udp.Transport
-	network  udp.Network // the network the election runs on
-	m        *election.Machine
+	runtimes []*netRuntime // one per served network (runtime.go)
 	clock    clocksync.Clock
 	applier  *clocksync.Applier
 	probe    *clocksync.ProbeClient
@@ -39,7 +39,6 @@ type Daemon struct {
 	ctl      *control.Server
 	metrics  *metrics
 
-	timers   map[election.TimerID]*timerEntry
 	timerCh  chan timerFire
 	syncCh   chan syncDone
 	ctlCh    chan ctlCall
@@ -77,7 +76,6 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	d := &Daemon{
 		cfg:      cfg,
 		log:      log,
-		timers:   map[election.TimerID]*timerEntry{},
 		timerCh:  make(chan timerFire, 16),
 		syncCh:   make(chan syncDone, 1),
 		ctlCh:    make(chan ctlCall),
@@ -141,23 +139,23 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	if err != nil {
 		return nil, err
 	}
+	// Each network gets a runtime of its own, but only the first is
+	// served: BSD's submaster role across several is not built yet.
 	nets := d.tr.Networks()
-	d.network = nets[0]
-	for _, n := range nets[1:] {
-		// One election machine serves one network; BSD's submaster role
-		// across several is not built yet.
+	served := nets[:1]
+	for _, n := range nets[len(served):] {
 		log.WithField("network", n.String()).Warn("serving only the first network; ignoring this one")
 	}
-
-	ecfg := cfg.Election
-	ecfg.Name = d.hostname
-	ecfg.Network = d.network.String()
 	seed := opt.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	if d.m, err = election.New(ecfg, rand.New(rand.NewPCG(seed, seed^0x5eed))); err != nil {
-		return nil, fmt.Errorf("election: %w", err)
+	for i, n := range served {
+		rt, err := newNetRuntime(d, n, cfg.Election, seed+uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		d.runtimes = append(d.runtimes, rt)
 	}
 
 	d.probe = clocksync.NewProbeClient(extSender{d.tr}, d.clock, d.hostname, clocksync.ProbeConfig{})
@@ -277,9 +275,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.closeResources()
 	ctx, d.quit = context.WithCancel(ctx)
 	defer d.quit()
-	d.log.WithFields(logrus.Fields{"name": d.hostname, "network": d.network.String(), "addr": d.tr.LocalAddr().String(),
+	networks := make([]string, len(d.runtimes))
+	for i, rt := range d.runtimes {
+		networks[i] = rt.network.String()
+	}
+	d.log.WithFields(logrus.Fields{"name": d.hostname, "network": strings.Join(networks, "; "), "addr": d.tr.LocalAddr().String(),
 		"clock": d.cfg.Clock, "master": d.cfg.MayBeMaster}).Info("timed starting")
-	d.step(election.Start{}, time.Time{})
+	for _, rt := range d.runtimes {
+		rt.step(election.Start{}, time.Time{})
+	}
 	notifyReady(d)
 	watchdog := newWatchdog()
 	defer watchdog.Stop()
@@ -296,9 +300,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.receive(r)
 		case f := <-d.timerCh:
-			d.fire(f)
+			f.rt.fire(f)
 		case s := <-d.syncCh:
-			d.syncFinished(s)
+			s.rt.syncFinished(s)
 		case c := <-d.ctlCh:
 			c.reply <- d.control(c.req)
 		case fn := <-d.callCh:
@@ -313,9 +317,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 func (d *Daemon) shutdown() {
 	notifyStopping()
-	d.step(election.Stop{}, time.Time{})
-	for id := range d.timers {
-		d.cancelTimer(id)
+	for _, rt := range d.runtimes {
+		rt.stop()
 	}
 	d.cancelRound()
 	d.rounds.Wait()

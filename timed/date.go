@@ -17,6 +17,15 @@ import (
 // SETDATEREQ and confirms with DATEACK once the master has. What to do is
 // clocksync.DecideDate's call; this file carries it out.
 
+// dateState is a network's date path: the date requests of its slaves and
+// those forwarded to its master.
+type dateState struct {
+	dictate  int               // rounds left in which the master's clock is the truth
+	seq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
+	seqNext  uint16
+	forwards map[uint16]*dateForward
+}
+
 // dateForward is a SETDATEREQ this slave sent to its master on behalf of a
 // local SETDATE, waiting for the master's DATEACK.
 type dateForward struct {
@@ -27,57 +36,58 @@ type dateForward struct {
 	to        netip.AddrPort
 }
 
-func (d *Daemon) datePacket(p tsp.Packet, r udp.Received) {
+func (rt *netRuntime) datePacket(p tsp.Packet, r udp.Received) {
+	d := rt.d
 	if p.Type == tsp.DateAck {
-		d.dateAcked(p)
+		rt.dateAcked(p)
 		return
 	}
 	role := clocksync.DateNoMaster
-	switch d.m.State() {
+	switch rt.m.State() {
 	case election.Master:
 		role = clocksync.DateMaster
 	case election.Slave, election.Accept:
 		role = clocksync.DateSlave
 	}
 	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(),
-		Queued: time.Since(r.At), Trusted: d.m.Trusted(r.From)}
+		Queued: time.Since(r.At), Trusted: rt.m.Trusted(r.From)}
 	if p.Type == tsp.SetDateReq {
-		req.KnownSlave = d.m.IsSlaveAt(p.Name, r.From)
-		last, seen := d.st.dateSeq[p.Name]
+		req.KnownSlave = rt.m.IsSlaveAt(p.Name, r.From)
+		last, seen := rt.date.seq[p.Name]
 		req.NewSeq = !seen || last != p.Seq
 	}
 	dec := clocksync.DecideDate(role, req, d.clock.Now(), d.cfg.Sync.StepThreshold)
-	log := d.log.WithFields(logrus.Fields{"type": p.Type.String(), "from": p.Name, "addr": r.From.String()})
+	log := rt.log.WithFields(logrus.Fields{"type": p.Type.String(), "from": p.Name, "addr": r.From.String()})
 	if dec.LogUntrusted {
 		log.Warn("date change from an untrusted host refused")
 	}
 	if dec.Ignore {
 		log.WithField("reason", dec.Reason).Info("date request ignored")
 		if dec.SpreadTime {
-			d.spreadTime()
+			rt.spreadTime()
 		}
 		return
 	}
 	if p.Type == tsp.SetDateReq {
-		d.st.dateSeq[p.Name] = p.Seq
+		rt.date.seq[p.Name] = p.Seq
 	}
 	log = log.WithField("to", dec.Target.UTC().Format(time.RFC3339Nano))
 	if dec.DateAck {
-		d.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: p.Seq, Name: d.hostname}, To: r.From})
+		rt.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: p.Seq, Name: d.hostname}, To: r.From})
 	}
 	switch {
 	case dec.Step:
 		log.Info("date changed: stepping the network")
 		d.applySetTime(dec.Target, 0, p.Name)
-		d.st.dictate = dec.Dictate
-		d.spreadTime()
+		rt.date.dictate = dec.Dictate
+		rt.spreadTime()
 	case dec.Slew != 0 || dec.Dictate > 0:
 		log.Info("date changed: slewing the network")
 		d.applyAdjust(dec.Slew, p.Name)
-		d.st.dictate = dec.Dictate
-		d.step(election.ForceElection{}, time.Time{}) // a master's TEST: sync now
+		rt.date.dictate = dec.Dictate
+		rt.step(election.ForceElection{}, time.Time{}) // a master's TEST: sync now
 	case dec.ForwardReq:
-		m, ok := d.m.Master()
+		m, ok := rt.m.Master()
 		if !ok {
 			log.Info("date request dropped: no master known")
 			return
@@ -87,49 +97,50 @@ func (d *Daemon) datePacket(p tsp.Packet, r udp.Received) {
 			log.WithError(err).Warn("date request dropped")
 			return
 		}
-		d.st.dateSeqNext++
+		rt.date.seqNext++
 		f := &dateForward{requester: r.From, reqSeq: p.Seq, to: m.Addr,
-			pkt: tsp.Packet{Type: tsp.SetDateReq, Version: tsp.Version, Seq: d.st.dateSeqNext, Time: tv, Name: d.hostname}}
-		d.st.dateForwards[f.pkt.Seq] = f
+			pkt: tsp.Packet{Type: tsp.SetDateReq, Version: tsp.Version, Seq: rt.date.seqNext, Time: tv, Name: d.hostname}}
+		rt.date.forwards[f.pkt.Seq] = f
 		log.WithField("master", m.Name).Info("date request forwarded to the master")
-		d.forwardDate(f)
+		rt.forwardDate(f)
 	}
 }
 
 // forwardDate sends (or resends) a SETDATEREQ on acksend's schedule.
-func (d *Daemon) forwardDate(f *dateForward) {
+func (rt *netRuntime) forwardDate(f *dateForward) {
+	d := rt.d
 	sched := d.cfg.Election.Retransmit
 	if f.tries >= len(sched) {
-		delete(d.st.dateForwards, f.pkt.Seq)
-		d.log.WithField("to", f.to.String()).Warn("master did not confirm the date change")
+		delete(rt.date.forwards, f.pkt.Seq)
+		rt.log.WithField("to", f.to.String()).Warn("master did not confirm the date change")
 		return
 	}
-	d.send(election.Send{Packet: f.pkt, To: f.to, Reliable: true})
+	rt.send(election.Send{Packet: f.pkt, To: f.to, Reliable: true})
 	wait := sched[f.tries]
 	f.tries++
 	d.after(wait, func() {
-		if d.st.dateForwards[f.pkt.Seq] == f {
-			d.forwardDate(f)
+		if rt.date.forwards[f.pkt.Seq] == f {
+			rt.forwardDate(f)
 		}
 	})
 }
 
 // dateAcked: the master confirmed our SETDATEREQ; confirm to date(1).
-func (d *Daemon) dateAcked(p tsp.Packet) {
-	f, ok := d.st.dateForwards[p.Seq]
+func (rt *netRuntime) dateAcked(p tsp.Packet) {
+	f, ok := rt.date.forwards[p.Seq]
 	if !ok {
 		return
 	}
-	delete(d.st.dateForwards, p.Seq)
-	d.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: f.reqSeq, Name: d.hostname}, To: f.requester})
+	delete(rt.date.forwards, p.Seq)
+	rt.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: f.reqSeq, Name: rt.d.hostname}, To: f.requester})
 }
 
 // spreadTime re-asserts the master's time on every slave (BSD spreadtime):
 // the next round's corrections follow the master alone, and it runs now.
-func (d *Daemon) spreadTime() {
-	if d.m.State() != election.Master {
+func (rt *netRuntime) spreadTime() {
+	if rt.m.State() != election.Master {
 		return
 	}
-	d.st.dictate = max(d.st.dictate, 1)
-	d.step(election.ForceElection{}, time.Time{})
+	rt.date.dictate = max(rt.date.dictate, 1)
+	rt.step(election.ForceElection{}, time.Time{})
 }

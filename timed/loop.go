@@ -18,7 +18,9 @@ type timerEntry struct {
 	gen uint64
 }
 
+// timerFire is a machine's timer running out; rt is whose machine.
 type timerFire struct {
+	rt  *netRuntime
 	id  election.TimerID
 	gen uint64
 }
@@ -31,30 +33,31 @@ type timerFire struct {
 // master stamps SETTIME with it, and under a simulated clock the two
 // differ. The machine's timers are durations the loop runs on real
 // timers, so a stepped clock does not disturb them.
-func (d *Daemon) step(ev election.Event, arrived time.Time) {
-	rd := d.m.Step(d.clock.Now(), ev)
+func (rt *netRuntime) step(ev election.Event, arrived time.Time) {
+	rd := rt.m.Step(rt.d.clock.Now(), ev)
 	for _, a := range rd.Actions {
-		d.do(a, arrived)
+		rt.do(a, arrived)
 	}
 }
 
-func (d *Daemon) do(a election.Action, arrived time.Time) {
+func (rt *netRuntime) do(a election.Action, arrived time.Time) {
+	d := rt.d
 	if d.log.IsLevelEnabled(logrus.TraceLevel) {
-		d.log.WithField("action", a).Trace("election action")
+		rt.log.WithField("action", a).Trace("election action")
 	}
 	switch a := a.(type) {
 	case election.Send:
-		d.send(a)
+		rt.send(a)
 	case election.SetTimer:
-		d.setTimer(a.ID, a.After)
+		rt.setTimer(a.ID, a.After)
 	case election.CancelTimer:
-		d.cancelTimer(a.ID)
+		rt.cancelTimer(a.ID)
 	case election.StateChange:
-		d.stateChanged(a)
+		rt.stateChanged(a)
 	case election.SlaveList:
-		d.st.setSlaves(a.Slaves)
+		rt.st.setSlaves(a.Slaves)
 	case election.SyncRound:
-		d.startSyncRound(a)
+		rt.startSyncRound(a)
 	case election.AdjustClock:
 		d.applyAdjust(a.Delta, a.Master)
 	case election.SetClock:
@@ -64,45 +67,48 @@ func (d *Daemon) do(a election.Action, arrived time.Time) {
 		}
 		d.applySetTime(a.Time, queued, a.Master)
 	case election.Refused:
-		d.st.refusedPacket(a.Reason)
-		d.log.WithFields(logrus.Fields{"type": a.Type.String(), "from": a.From.String(), "reason": string(a.Reason)}).Debug("refused")
+		rt.st.refusedPacket(a.Reason)
+		rt.log.WithFields(logrus.Fields{"type": a.Type.String(), "from": a.From.String(), "reason": string(a.Reason)}).Debug("refused")
 	default:
-		d.log.WithField("action", a).Error("unknown action from the election machine")
+		rt.log.WithField("action", a).Error("unknown action from the election machine")
 	}
 }
 
-func (d *Daemon) send(a election.Send) {
+// send transmits a packet once: broadcast on this runtime's network, or
+// to one address.
+func (rt *netRuntime) send(a election.Send) {
 	p := a.Packet
 	var err error
 	if a.Broadcast {
-		err = d.tr.Broadcast(&p, d.network)
+		err = rt.d.tr.Broadcast(&p, rt.network)
 	} else {
-		err = d.tr.Send(&p, a.To)
+		err = rt.d.tr.Send(&p, a.To)
 	}
-	if d.st.trace {
+	if rt.d.st.trace {
 		to := a.To.String()
 		if a.Broadcast {
 			to = "broadcast"
 		}
-		d.log.WithField("to", to).Info("sent " + p.String())
+		rt.log.WithField("to", to).Info("sent " + p.String())
 	}
 	if err != nil {
-		d.log.WithError(err).WithField("packet", p.String()).Debug("send failed")
+		rt.log.WithError(err).WithField("packet", p.String()).Debug("send failed")
 	}
 }
 
-func (d *Daemon) setTimer(id election.TimerID, after time.Duration) {
-	e := d.timers[id]
+func (rt *netRuntime) setTimer(id election.TimerID, after time.Duration) {
+	e := rt.timers[id]
 	if e == nil {
 		e = &timerEntry{}
-		d.timers[id] = e
+		rt.timers[id] = e
 	} else if e.t != nil {
 		e.t.Stop()
 	}
 	e.gen++
-	f := timerFire{id: id, gen: e.gen}
+	f := timerFire{rt: rt, id: id, gen: e.gen}
 	// The callback must never block the timer goroutine for long: the loop
 	// drains timerCh, and at shutdown roundCtx is done.
+	d := rt.d
 	e.t = time.AfterFunc(after, func() {
 		select {
 		case d.timerCh <- f:
@@ -111,10 +117,10 @@ func (d *Daemon) setTimer(id election.TimerID, after time.Duration) {
 	})
 }
 
-func (d *Daemon) cancelTimer(id election.TimerID) {
-	if e := d.timers[id]; e != nil {
+func (rt *netRuntime) cancelTimer(id election.TimerID) {
+	if e := rt.timers[id]; e != nil {
 		e.t.Stop()
-		delete(d.timers, id)
+		delete(rt.timers, id)
 	}
 }
 
@@ -129,53 +135,56 @@ func (d *Daemon) after(wait time.Duration, fn func()) {
 	})
 }
 
-func (d *Daemon) fire(f timerFire) {
-	e := d.timers[f.id]
+func (rt *netRuntime) fire(f timerFire) {
+	e := rt.timers[f.id]
 	if e == nil || e.gen != f.gen {
 		return // cancelled or re-set after it fired
 	}
-	delete(d.timers, f.id)
-	if d.log.IsLevelEnabled(logrus.TraceLevel) {
-		d.log.WithField("timer", f.id.String()).Trace("timer fired")
+	delete(rt.timers, f.id)
+	if rt.d.log.IsLevelEnabled(logrus.TraceLevel) {
+		rt.log.WithField("timer", f.id.String()).Trace("timer fired")
 	}
-	d.step(election.TimerFired{ID: f.id}, time.Time{})
+	rt.step(election.TimerFired{ID: f.id}, time.Time{})
 }
 
-func (d *Daemon) stateChanged(a election.StateChange) {
+func (rt *netRuntime) stateChanged(a election.StateChange) {
+	d := rt.d
 	if a.To == election.Candidate || a.To == election.Accept {
-		d.electionSeen()
+		rt.electionSeen()
 	}
-	d.st.stateChanged(a)
+	rt.st.stateChanged(a)
 	fields := logrus.Fields{"from": a.From.String(), "to": a.To.String(), "reason": a.Reason}
-	if m, ok := d.m.Master(); ok && a.To != election.Master {
+	if m, ok := rt.m.Master(); ok && a.To != election.Master {
 		fields["master"] = m.Name
 	}
-	d.log.WithFields(fields).Info("state change")
+	rt.log.WithFields(fields).Info("state change")
 	d.metrics.setState(a.To)
 	notifyStatus(d)
 }
 
-func (d *Daemon) electionSeen() {
-	if d.st.electionSeen() {
-		d.metrics.electionSeen()
+func (rt *netRuntime) electionSeen() {
+	if rt.st.electionSeen() {
+		rt.d.metrics.electionSeen()
 	}
 }
 
-// receive dispatches one datagram: extensions to the probe, the admin
-// types (BSD answers them outside the election) here, the rest to the
-// machine.
+// receive dispatches one datagram: extensions to the probe, the rest to
+// the runtime of the network it came from, where the admin types (BSD
+// answers them outside the election) are answered and the others go to
+// the machine.
 func (d *Daemon) receive(r udp.Received) {
 	if r.Ext != nil {
 		d.receiveExt(r)
 		return
 	}
 	p := *r.Packet
+	rt := d.runtimeFor(r.Network)
 	if d.st.trace {
-		d.log.Info("recv " + p.Format(r.From.String()))
+		rt.log.Info("recv " + p.Format(r.From.String()))
 	}
 	if !p.Type.Known() {
 		d.st.dropUnknownType()
-		d.log.WithField("packet", p.Format(r.From.String())).Debug("dropped: unknown type")
+		rt.log.WithField("packet", p.Format(r.From.String())).Debug("dropped: unknown type")
 		return
 	}
 	switch p.Type {
@@ -187,22 +196,22 @@ func (d *Daemon) receive(r udp.Received) {
 	switch p.Type {
 	case tsp.TraceOn, tsp.TraceOff:
 		d.setTrace(p.Type == tsp.TraceOn)
-		d.ack(p, r.From, d.hostname)
+		rt.ack(p, r.From, d.hostname)
 	case tsp.MSite:
-		d.answerMsite(p, r.From)
+		rt.answerMsite(p, r.From)
 	case tsp.SetDate, tsp.SetDateReq, tsp.DateAck:
-		d.datePacket(p, r)
+		rt.datePacket(p, r)
 	default:
 		if p.Type == tsp.Election {
-			d.electionSeen()
+			rt.electionSeen()
 		}
-		d.step(election.Recv{Packet: p, From: r.From}, r.At)
+		rt.step(election.Recv{Packet: p, From: r.From}, r.At)
 	}
 }
 
-func (d *Daemon) ack(p tsp.Packet, to netip.AddrPort, name string) {
+func (rt *netRuntime) ack(p tsp.Packet, to netip.AddrPort, name string) {
 	reply := tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Seq: p.Seq, Name: name}
-	d.send(election.Send{Packet: reply, To: to})
+	rt.send(election.Send{Packet: reply, To: to})
 }
 
 func (d *Daemon) setTrace(on bool) {
@@ -215,8 +224,8 @@ func (d *Daemon) setTrace(on bool) {
 // answerMsite: a master names itself; a slave names its master (BSD asks
 // with MSITEREQ first; our slave knows its master from the election). With
 // no master known there is nothing true to say, and no answer, as BSD.
-func (d *Daemon) answerMsite(p tsp.Packet, from netip.AddrPort) {
-	if m, ok := d.m.Master(); ok {
-		d.ack(p, from, m.Name)
+func (rt *netRuntime) answerMsite(p tsp.Packet, from netip.AddrPort) {
+	if m, ok := rt.m.Master(); ok {
+		rt.ack(p, from, m.Name)
 	}
 }

@@ -2,6 +2,7 @@ package timed
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -17,12 +18,17 @@ func notifyReady(d *Daemon) {
 	notifyStatus(d)
 }
 
+// notifyStatus tells each network's state, "; " between networks.
 func notifyStatus(d *Daemon) {
-	status := d.m.State().String()
-	if m, ok := d.m.Master(); ok && m.Name != d.hostname {
-		status += ", master " + m.Name
+	parts := make([]string, len(d.runtimes))
+	for i, rt := range d.runtimes {
+		status := rt.m.State().String()
+		if m, ok := rt.m.Master(); ok && m.Name != d.hostname {
+			status += ", master " + m.Name
+		}
+		parts[i] = fmt.Sprintf("%s on %s", status, rt.network)
 	}
-	_, _ = daemon.SdNotify(false, fmt.Sprintf("STATUS=%s on %s", status, d.network))
+	_, _ = daemon.SdNotify(false, "STATUS="+strings.Join(parts, "; "))
 }
 
 func notifyWatchdog(*Daemon) { _, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog) }

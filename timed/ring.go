@@ -222,7 +222,7 @@ func (d *Daemon) ringElect(c ringCtl, from netip.AddrPort, seq uint16) {
 	d.ring.coord = rc
 	d.log.WithFields(logrus.Fields{"algorithm": alg.Name, "election": rc.id}).Info("ring election: calling the roll")
 	b, _ := json.Marshal(ringCtl{Op: ringHello})
-	if err := d.tr.BroadcastExt(&tsp.ExtPacket{Kind: tsp.ExtRingCtl, Seq: rc.id, Name: d.hostname, Payload: b}, d.network); err != nil {
+	if err := d.tr.BroadcastExt(&tsp.ExtPacket{Kind: tsp.ExtRingCtl, Seq: rc.id, Name: d.hostname, Payload: b}, d.primary().network); err != nil {
 		d.log.WithError(err).Warn("ring roll call not sent")
 	}
 	d.after(ringRollCall, func() { d.ringLaunch(rc) })
@@ -294,7 +294,7 @@ func (d *Daemon) ownAddr() netip.AddrPort {
 	port := d.tr.LocalAddr().Port()
 	peers := d.tr.Peers()
 	if len(peers) == 0 {
-		return netip.AddrPortFrom(d.network.Addr, port)
+		return netip.AddrPortFrom(d.primary().network.Addr, port)
 	}
 	local := map[netip.Addr]bool{}
 	if ifaddrs, err := net.InterfaceAddrs(); err == nil {

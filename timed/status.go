@@ -11,37 +11,50 @@ import (
 )
 
 // status is what the loop remembers for `timedc status` beyond what the
-// machine and the transport already know. Only the loop touches it.
+// machines and the transport already know, for the whole host; each
+// network's part is its runtime's netStatus. Only the loop touches it.
 type status struct {
 	started        time.Time
 	trace          bool
-	elections      uint64
-	electionStart  time.Time // first sign of the election in progress; zero when none
-	lastElection   time.Duration
-	slaves         map[string]*control.Slave
-	lastCorrection *control.Correction
+	lastCorrection *control.Correction // of the host clock, whichever network's master asked
 	frequencyPPM   float64
-	dictate        int // rounds left in which the master's clock is the truth
 	unknownTypes   uint64
-	refused        map[election.RefuseReason]uint64 // packets the machine would not obey
-	refusedAdmins  uint64                           // admin packets from an unprivileged source
-
-	dateSeq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
-	dateSeqNext  uint16
-	dateForwards map[uint16]*dateForward
+	refusedAdmins  uint64 // admin packets from an unprivileged source
 }
 
 func (s *status) init(d *Daemon) {
 	s.started = time.Now()
 	s.trace = d.cfg.Trace
-	s.slaves = map[string]*control.Slave{}
-	s.dateSeq = map[string]uint16{}
-	s.dateForwards = map[uint16]*dateForward{}
+}
+
+func (s *status) dropUnknownType() { s.unknownTypes++ }
+
+func (s *status) refusedAdmin() { s.refusedAdmins++ }
+
+func (s *status) corrected(a clocksync.Applied) {
+	kind := "slew"
+	if a.Action == clocksync.Stepped {
+		kind = "step"
+	}
+	s.lastCorrection = &control.Correction{Kind: kind, Secs: a.By.Seconds(), At: time.Now()}
+	if a.FreqChanged {
+		s.frequencyPPM = a.FrequencyPPM
+	}
+}
+
+// netStatus is one network's part of the status: its elections, the
+// slaves its master measured, the packets its machine refused.
+type netStatus struct {
+	elections     uint64
+	electionStart time.Time // first sign of the election in progress; zero when none
+	lastElection  time.Duration
+	slaves        map[string]*control.Slave
+	refused       map[election.RefuseReason]uint64 // packets the machine would not obey
 }
 
 // stateChanged times elections: from the first candidacy (ours or one we
 // saw) to the moment this daemon is master or follows one.
-func (s *status) stateChanged(a election.StateChange) {
+func (s *netStatus) stateChanged(a election.StateChange) {
 	if (a.To == election.Master || a.To == election.Slave) && !s.electionStart.IsZero() {
 		s.lastElection = time.Since(s.electionStart)
 		s.electionStart = time.Time{}
@@ -50,7 +63,7 @@ func (s *status) stateChanged(a election.StateChange) {
 
 // electionSeen starts timing an election unless one is being timed; it
 // reports whether this is a new one.
-func (s *status) electionSeen() bool {
+func (s *netStatus) electionSeen() bool {
 	if !s.electionStart.IsZero() {
 		return false
 	}
@@ -59,11 +72,7 @@ func (s *status) electionSeen() bool {
 	return true
 }
 
-func (s *status) dropUnknownType() { s.unknownTypes++ }
-
-func (s *status) refusedAdmin() { s.refusedAdmins++ }
-
-func (s *status) refusedPacket(r election.RefuseReason) {
+func (s *netStatus) refusedPacket(r election.RefuseReason) {
 	if s.refused == nil {
 		s.refused = map[election.RefuseReason]uint64{}
 	}
@@ -72,7 +81,7 @@ func (s *status) refusedPacket(r election.RefuseReason) {
 
 // setSlaves follows the machine's slave list, keeping what was measured
 // of the slaves that stay.
-func (s *status) setSlaves(list []election.Peer) {
+func (s *netStatus) setSlaves(list []election.Peer) {
 	next := make(map[string]*control.Slave, len(list))
 	for _, p := range list {
 		sl := s.slaves[p.Name]
@@ -85,7 +94,7 @@ func (s *status) setSlaves(list []election.Peer) {
 	s.slaves = next
 }
 
-func (s *status) roundMeasured(r syncDone) {
+func (s *netStatus) roundMeasured(r syncDone) {
 	for i, m := range r.measured {
 		sl := s.slaves[r.slaves[i].Name]
 		if sl == nil {
@@ -103,28 +112,14 @@ func (s *status) roundMeasured(r syncDone) {
 	}
 }
 
-func (s *status) corrected(a clocksync.Applied) {
-	kind := "slew"
-	if a.Action == clocksync.Stepped {
-		kind = "step"
-	}
-	s.lastCorrection = &control.Correction{Kind: kind, Secs: a.By.Seconds(), At: time.Now()}
-	if a.FreqChanged {
-		s.frequencyPPM = a.FrequencyPPM
-	}
-}
-
-// snapshot builds the control socket's status.
+// snapshot builds the control socket's status. Its shape is one
+// network's: the first's, the only one served until several are.
 func (d *Daemon) snapshot() *control.Status {
 	s := &d.st
 	st := &control.Status{
-		State:          d.m.State().String(),
 		Hostname:       d.hostname,
 		Clock:          d.cfg.Clock,
 		MayBeMaster:    d.cfg.MayBeMaster,
-		StateSince:     d.m.StateSince(),
-		Elections:      s.elections,
-		LastElection:   s.lastElection.Seconds(),
 		LastCorrection: s.lastCorrection,
 		FrequencyPPM:   s.frequencyPPM,
 		Trace:          s.trace,
@@ -132,9 +127,7 @@ func (d *Daemon) snapshot() *control.Status {
 		Packets:        map[string]control.Counter{},
 		Drops:          map[string]uint64{},
 	}
-	if !st.StateSince.IsZero() {
-		st.InStateSecs = d.clock.Now().Sub(st.StateSince).Seconds() // the machine's times are the clock's
-	}
+	d.primary().fillStatus(st)
 	if cs, err := d.clock.State(); err == nil {
 		st.FrequencyPPM = cs.FrequencyPPM
 	}
@@ -147,19 +140,6 @@ func (d *Daemon) snapshot() *control.Status {
 			net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Broadcast: n.Broadcast.String()}
 		}
 		st.Networks = append(st.Networks, net)
-	}
-	if m, ok := d.m.Master(); ok {
-		addr := m.Addr.String()
-		if m.Name == d.hostname {
-			addr = d.tr.LocalAddr().String()
-		}
-		st.Master = &control.Peer{Name: m.Name, Address: addr}
-	}
-	if d.m.State() == election.Master {
-		for _, sl := range s.slaves {
-			st.Slaves = append(st.Slaves, *sl)
-		}
-		sort.Slice(st.Slaves, func(i, j int) bool { return st.Slaves[i].Name < st.Slaves[j].Name })
 	}
 	ts := d.tr.Stats()
 	countPackets(st.Packets, ts.Received, true)
@@ -175,10 +155,38 @@ func (d *Daemon) snapshot() *control.Status {
 	if s.refusedAdmins > 0 {
 		st.Drops["refused admin-unprivileged"] = s.refusedAdmins
 	}
-	for r, n := range s.refused {
-		st.Drops["refused "+string(r)] = n
+	for _, rt := range d.runtimes {
+		for r, n := range rt.st.refused {
+			st.Drops["refused "+string(r)] += n
+		}
 	}
 	return st
+}
+
+// fillStatus fills in this network's part of the status: the state, the
+// master, the slaves and the elections.
+func (rt *netRuntime) fillStatus(st *control.Status) {
+	d := rt.d
+	st.State = rt.m.State().String()
+	st.StateSince = rt.m.StateSince()
+	if !st.StateSince.IsZero() {
+		st.InStateSecs = d.clock.Now().Sub(st.StateSince).Seconds() // the machine's times are the clock's
+	}
+	st.Elections = rt.st.elections
+	st.LastElection = rt.st.lastElection.Seconds()
+	if m, ok := rt.m.Master(); ok {
+		addr := m.Addr.String()
+		if m.Name == d.hostname {
+			addr = d.tr.LocalAddr().String()
+		}
+		st.Master = &control.Peer{Name: m.Name, Address: addr}
+	}
+	if rt.m.State() == election.Master {
+		for _, sl := range rt.st.slaves {
+			st.Slaves = append(st.Slaves, *sl)
+		}
+		sort.Slice(st.Slaves, func(i, j int) bool { return st.Slaves[i].Name < st.Slaves[j].Name })
+	}
 }
 
 // countPackets adds per-type counts (TSP types or extension kinds) to the

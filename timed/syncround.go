@@ -11,9 +11,10 @@ import (
 	"github.com/timed-project/timed/tsp"
 )
 
-// syncDone carries a finished round back to the loop: what the machine
-// needs, and the measurements for the status.
+// syncDone carries a finished round back to the loop: whose round it
+// was, what the machine needs, and the measurements for the status.
 type syncDone struct {
+	rt       *netRuntime
 	result   election.SyncResult
 	slaves   []election.Peer
 	measured []clocksync.Result
@@ -29,25 +30,26 @@ func (d *Daemon) roundBudget() time.Duration {
 
 // startSyncRound measures every slave concurrently, off the loop, and
 // posts the result back. A master with no slaves needs no measurement.
-func (d *Daemon) startSyncRound(r election.SyncRound) {
+func (rt *netRuntime) startSyncRound(r election.SyncRound) {
+	d := rt.d
 	hosts := make([]netip.AddrPort, len(r.Slaves))
 	for i, s := range r.Slaves {
 		hosts[i] = s.Addr
 	}
 	trusted := make([]bool, len(r.Slaves))
 	for i, s := range r.Slaves {
-		trusted[i] = d.m.Trusted(s.Addr)
+		trusted[i] = rt.m.Trusted(s.Addr)
 	}
 	deadline := time.Now().Add(d.roundBudget())
-	dictate := d.st.dictate > 0
+	dictate := rt.date.dictate > 0
 	if dictate {
-		d.st.dictate--
+		rt.date.dictate--
 	}
 	d.rounds.Add(1)
 	go func() {
 		defer d.rounds.Done()
 		res := clocksync.MeasureAll(d.roundCtx, d.measurer, hosts, deadline, 0)
-		done := syncDone{result: election.SyncResult{Round: r.Round}, slaves: r.Slaves, measured: res}
+		done := syncDone{rt: rt, result: election.SyncResult{Round: r.Round}, slaves: r.Slaves, measured: res}
 		offsets := make([]clocksync.HostOffset, len(res))
 		for i, m := range res {
 			offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil}
@@ -79,51 +81,21 @@ func (d *Daemon) startSyncRound(r election.SyncRound) {
 
 // syncFinished hands the corrections to the machine (which sends them)
 // and applies the master's own share to its clock.
-func (d *Daemon) syncFinished(s syncDone) {
-	d.st.roundMeasured(s)
+func (rt *netRuntime) syncFinished(s syncDone) {
+	d := rt.d
+	rt.st.roundMeasured(s)
 	d.metrics.roundMeasured(s)
 	failed := 0
 	for i, m := range s.measured {
 		if m.Err != nil {
 			failed++
-			d.log.WithError(m.Err).WithField("slave", s.slaves[i].Name).Debug("slave not measured")
+			rt.log.WithError(m.Err).WithField("slave", s.slaves[i].Name).Debug("slave not measured")
 		}
 	}
-	d.log.WithFields(logrus.Fields{"round": s.result.Round, "slaves": len(s.slaves), "unmeasured": failed,
+	rt.log.WithFields(logrus.Fields{"round": s.result.Round, "slaves": len(s.slaves), "unmeasured": failed,
 		"network_offset": s.network.Offset, "kept": s.network.Kept}).Debug("sync round measured")
-	d.step(s.result, time.Time{})
+	rt.step(s.result, time.Time{})
 	if s.result.Own != 0 {
 		d.applyAdjust(s.result.Own, d.hostname)
 	}
-}
-
-// applyAdjust slews (or steps, past the threshold) the local clock by a
-// correction from the master, or by the master's own share.
-func (d *Daemon) applyAdjust(delta time.Duration, from string) {
-	a, err := d.applier.ApplyAdjust(delta)
-	d.applied(a, err, from)
-}
-
-// applySetTime sets the clock to a SETTIME's time, corrected for the time
-// the packet waited since it arrived.
-func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) {
-	a, err := d.applier.ApplySetTime(to, queued)
-	d.applied(a, err, from)
-}
-
-func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
-	fields := logrus.Fields{"by": a.By, "action": a.Action.String(), "from": from}
-	if a.FreqChanged {
-		fields["frequency_ppm"] = a.FrequencyPPM
-	}
-	switch {
-	case a.Action == clocksync.Refused:
-		return // the applier has logged the refusal (max-step) as an error
-	case err != nil:
-		d.log.WithFields(fields).WithError(err).Error("correction failed")
-		return
-	}
-	d.st.corrected(a)
-	d.metrics.corrected(a)
-	d.log.WithFields(fields).Info("clock corrected")
 }

@@ -94,7 +94,7 @@ func (d *Daemon) trustedResolved(hosts []string, gen uint64, addrs []netip.AddrP
 	if gen != d.trustGen {
 		return
 	}
-	d.m.SetTrusted(addrs)
+	d.setTrusted(addrs)
 	if len(unresolved) == 0 {
 		d.log.WithField("trusted", strings.Join(hosts, ",")).Info("every trusted host resolved")
 		return
@@ -111,11 +111,18 @@ func (d *Daemon) applyTrusted(hosts []string) error {
 		return err
 	}
 	d.trustGen++
-	d.m.SetTrusted(addrs)
+	d.setTrusted(addrs)
 	if len(unresolved) > 0 {
 		d.log.WithField("unresolved", strings.Join(unresolved, ",")).
 			Warn("trusted hosts that do not resolve are trusted only once they do; retrying")
 		d.retryTrusted(hosts, d.trustGen)
 	}
 	return nil
+}
+
+// setTrusted gives every network's machine the list: trust is the host's.
+func (d *Daemon) setTrusted(addrs []netip.AddrPort) {
+	for _, rt := range d.runtimes {
+		rt.m.SetTrusted(addrs)
+	}
 }

@@ -1,0 +1,44 @@
+package timed
+
+import (
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/timed-project/timed/clocksync"
+)
+
+// Corrections to the host clock. There is one clock, whichever network's
+// master (or the master's own round, or date(1)) asks: these are the
+// Daemon's, not a network runtime's.
+
+// applyAdjust slews (or steps, past the threshold) the local clock by a
+// correction from the master, or by the master's own share.
+func (d *Daemon) applyAdjust(delta time.Duration, from string) {
+	a, err := d.applier.ApplyAdjust(delta)
+	d.applied(a, err, from)
+}
+
+// applySetTime sets the clock to a SETTIME's time, corrected for the time
+// the packet waited since it arrived.
+func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) {
+	a, err := d.applier.ApplySetTime(to, queued)
+	d.applied(a, err, from)
+}
+
+func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
+	fields := logrus.Fields{"by": a.By, "action": a.Action.String(), "from": from}
+	if a.FreqChanged {
+		fields["frequency_ppm"] = a.FrequencyPPM
+	}
+	switch {
+	case a.Action == clocksync.Refused:
+		return // the applier has logged the refusal (max-step) as an error
+	case err != nil:
+		d.log.WithFields(fields).WithError(err).Error("correction failed")
+		return
+	}
+	d.st.corrected(a)
+	d.metrics.corrected(a)
+	d.log.WithFields(fields).Info("clock corrected")
+}
