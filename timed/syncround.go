@@ -45,6 +45,8 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	if dictate {
 		rt.date.dictate--
 	}
+	// Read on the loop: a SIGHUP reload replaces d.cfg while the round runs.
+	opt := clocksync.CorrectOptions{StepThreshold: d.cfg.Sync.StepThreshold}
 	d.rounds.Add(1)
 	go func() {
 		defer d.rounds.Done()
@@ -60,7 +62,6 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 			done.network = clocksync.NetworkTime(offsets, clocksync.NetworkOptions{})
 		}
 		done.result.Own = done.network.Offset
-		opt := clocksync.CorrectOptions{StepThreshold: d.cfg.Sync.StepThreshold}
 		for i, m := range res {
 			if m.Err != nil {
 				continue // the machine counts a missing slave as a failed round
