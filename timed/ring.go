@@ -16,7 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/timed-project/timed/election/ring"
-	"github.com/timed-project/timed/timed/control"
+	"github.com/timed-project/timed/election/ring/live"
 	"github.com/timed-project/timed/tsp"
 )
 
@@ -34,21 +34,21 @@ import (
 // once the leader is known the coordinator waits for the ring to fall
 // quiet, collects every node's counts and answers timedc.
 
-// The ring control protocol's types are control.RingCtl and friends,
-// shared with timedc.
+// The ring control protocol's types are live.Ctl and friends, shared
+// with timedc.
 type (
-	ringCtl        = control.RingCtl
-	ringReportBody = control.RingReport
+	ringCtl        = live.Ctl
+	ringReportBody = live.Report
 )
 
 const (
-	ringElect   = control.RingElect
-	ringHello   = control.RingHello
-	ringHere    = control.RingHere
-	ringStart   = control.RingStart
-	ringCollect = control.RingCollect
-	ringReport  = control.RingReportOp
-	ringResult  = control.RingResultOp
+	ringElect   = live.OpElect
+	ringHello   = live.OpHello
+	ringHere    = live.OpHere
+	ringStart   = live.OpStart
+	ringCollect = live.OpCollect
+	ringReport  = live.OpReport
+	ringResult  = live.OpResult
 )
 
 // Timing of the coordination, in real time.
@@ -87,7 +87,7 @@ type ringCoord struct {
 	requester netip.AddrPort
 	reqSeq    uint16                    // the seq timedc asked with; the result echoes it
 	here      map[string]netip.AddrPort // roll call answers by name
-	members   []control.RingMember
+	members   []live.Member
 	addrs     []netip.AddrPort // members' addresses; ours is the zero value
 	t0        time.Time
 	reports   map[int]*ringReportBody
@@ -202,7 +202,7 @@ func (d *Daemon) sendRingCtl(to netip.AddrPort, id uint16, c ringCtl) {
 // ringElect starts coordinating an election asked for by timedc.
 func (d *Daemon) ringElect(c ringCtl, from netip.AddrPort, seq uint16) {
 	fail := func(err error) {
-		d.sendRingCtl(from, seq, ringCtl{Op: ringResult, Result: &control.RingResult{Algorithm: c.Algorithm, Error: err.Error()}})
+		d.sendRingCtl(from, seq, ringCtl{Op: ringResult, Result: &live.Result{Algorithm: c.Algorithm, Error: err.Error()}})
 	}
 	alg, err := liveAlgorithm(c.Algorithm)
 	if err != nil {
@@ -262,7 +262,7 @@ func (d *Daemon) ringLaunch(rc *ringCoord) {
 	}
 	ids := rand.New(rand.NewPCG(uint64(rc.id), 0x71d)).Perm(len(ms))
 	for i, m := range ms {
-		rm := control.RingMember{Name: m.name, ID: uint64(ids[i] + 1)}
+		rm := live.Member{Name: m.name, ID: uint64(ids[i] + 1)}
 		if m.name != d.hostname {
 			rm.Addr = m.addr.String()
 		}
@@ -618,7 +618,7 @@ func (d *Daemon) ringFinish(rc *ringCoord, err error) {
 		return
 	}
 	rc.done = true
-	res := &control.RingResult{Algorithm: rc.alg.Name, N: len(rc.members), Members: rc.members, BoundText: rc.alg.BoundText}
+	res := &live.Result{Algorithm: rc.alg.Name, N: len(rc.members), Members: rc.members, BoundText: rc.alg.BoundText}
 	var ids []uint64
 	for _, m := range rc.members {
 		ids = append(ids, m.ID)
