@@ -11,7 +11,6 @@ import (
 
 	"github.com/timed-project/timed/election/ring"
 	"github.com/timed-project/timed/election/ring/live"
-	"github.com/timed-project/timed/timed"
 	"github.com/timed-project/timed/tsp"
 )
 
@@ -47,7 +46,7 @@ func ringCmd(o *options) *cobra.Command {
 		},
 	}
 	elect.Flags().StringVar(&alg, "algorithm", "chang-roberts", "algorithm (see timedc ring algorithms)")
-	elect.Flags().DurationVar(&unit, "unit", timed.DefaultRingUnit, "bound on one link delay; a tick of the algorithms' clocks is two")
+	elect.Flags().DurationVar(&unit, "unit", live.DefaultUnit, "bound on one link delay; a tick of the algorithms' clocks is two")
 	list := &cobra.Command{
 		Use:   "algorithms",
 		Short: "list the algorithms with their topology and message bound",

@@ -1,10 +1,14 @@
 package live
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
+	"github.com/timed-project/timed/election/ring"
 	"github.com/timed-project/timed/tsp"
 )
 
@@ -96,4 +100,50 @@ func ctlPacket(name string, seq uint16, c Ctl) (tsp.ExtPacket, error) {
 		return tsp.ExtPacket{}, fmt.Errorf("encode ring control %s: %w", c.Op, err)
 	}
 	return tsp.ExtPacket{Kind: tsp.ExtRingCtl, Seq: seq, Name: name, Payload: b}, nil
+}
+
+// A ring message's payload: the sender's index and out-port (so the
+// receiver knows the port it arrived on, even on a ring of two), a counter
+// per destination (so the receiver keeps the link FIFO even if UDP
+// reorders), the send time since T0 (so it is read at send + unit, as in
+// the simulator), each a uvarint, then the message (ring.Msg's encoding).
+type header struct {
+	from  int
+	out   ring.Port
+	count uint64
+	sent  time.Duration
+}
+
+var (
+	errTruncated  = errors.New("truncated header")
+	errOutOfRange = errors.New("out of range")
+)
+
+func appendMsg(b []byte, h header, m ring.Msg) []byte {
+	b = binary.AppendUvarint(b, uint64(h.from))
+	b = binary.AppendUvarint(b, uint64(h.out))
+	b = binary.AppendUvarint(b, h.count)
+	b = binary.AppendUvarint(b, uint64(h.sent))
+	return append(b, m.Marshal()...)
+}
+
+// parseMsg decodes a ring message's payload. The ranges it checks are the
+// encoding's; the sender and port are for the node to check.
+func parseMsg(b []byte) (header, ring.Msg, error) {
+	var f [4]uint64
+	for i := range f {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return header{}, ring.Msg{}, fmt.Errorf("ring message: %w", errTruncated)
+		}
+		f[i], b = v, b[n:]
+	}
+	if f[0] > math.MaxInt32 || f[1] > math.MaxUint32 || f[3] > math.MaxInt64 {
+		return header{}, ring.Msg{}, fmt.Errorf("ring message header %v: %w", f, errOutOfRange)
+	}
+	m, err := ring.Unmarshal(b)
+	if err != nil {
+		return header{}, ring.Msg{}, fmt.Errorf("ring message: %w", err)
+	}
+	return header{from: int(f[0]), out: ring.Port(f[1]), count: f[2], sent: time.Duration(f[3])}, m, nil
 }
