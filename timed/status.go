@@ -161,6 +161,9 @@ func (d *Daemon) snapshot() *control.Status {
 	if s.unknownTypes > 0 {
 		st.Drops["unknown type"] = s.unknownTypes
 	}
+	for reason, n := range d.ring.Drops() {
+		st.Drops[reason] = n
+	}
 	return st
 }
 

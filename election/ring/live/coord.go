@@ -43,23 +43,28 @@ type coord struct {
 // Elect starts coordinating an election of the named algorithm among the
 // daemons that answer the roll call, with links of at most unit (0:
 // DefaultUnit). reply gets the result, or the error, once: at once or
-// from a later call into the runner.
-func (r *Runner) Elect(algorithm string, unit time.Duration, reply func(Result)) {
-	fail := func(err error) { reply(Result{Algorithm: algorithm, Error: err.Error()}) }
+// from a later call into the runner. Elect reports whether the election
+// started (false: reply has had the error).
+func (r *Runner) Elect(algorithm string, unit time.Duration, reply func(Result)) bool {
+	fail := func(err error) bool {
+		reply(Result{Algorithm: algorithm, Error: err.Error()})
+		return false
+	}
 	alg, err := Algorithm(algorithm)
 	if err != nil {
-		fail(err)
-		return
+		return fail(err)
 	}
 	if rc := r.coord; rc != nil && !rc.done {
-		fail(errors.New("a ring election is already running here"))
-		return
+		return fail(errors.New("a ring election is already running here"))
 	}
 	if unit <= 0 {
 		unit = DefaultUnit
 	}
+	if unit > maxUnit {
+		return fail(fmt.Errorf("unit %v: at most %v (the start is 20 units away, and an election has %v)", unit, maxUnit, timeout))
+	}
 	rc := &coord{id: uint16(r.rng.Uint32()), alg: alg, unit: unit, reply: reply, here: map[string]netip.AddrPort{}}
-	r.coord = rc
+	r.coord, r.asked = rc, electReq{}
 	r.log.WithFields(logrus.Fields{"algorithm": alg.Name, "election": rc.id}).Info("ring election: calling the roll")
 	hello, err := ctlPacket(r.name, rc.id, Ctl{Op: OpHello})
 	if err == nil {
@@ -74,6 +79,7 @@ func (r *Runner) Elect(algorithm string, unit time.Duration, reply func(Result))
 			r.finish(rc, fmt.Errorf("no result within %v", timeout))
 		}
 	})
+	return true
 }
 
 // launch orders the members who answered and starts them.
@@ -88,6 +94,10 @@ func (r *Runner) launch(rc *coord) {
 	ms := []member{{name: r.name}}
 	for name, a := range rc.here {
 		ms = append(ms, member{name, a})
+	}
+	if rc.alg.Topology == ring.Complete && len(ms) < 2 {
+		r.finish(rc, fmt.Errorf("%s runs on a complete network of two daemons or more, and no other answered the roll call", rc.alg.Name))
+		return
 	}
 	own := r.h.Addr()
 	order := func(m member) netip.AddrPort {
@@ -123,7 +133,10 @@ func (r *Runner) launch(rc *coord) {
 	r.log.WithFields(logrus.Fields{"algorithm": rc.alg.Name, "election": rc.id, "members": len(ms)}).Info("ring election: starting")
 	for i, a := range rc.addrs {
 		if rc.members[i].Name == r.name {
-			r.start(start, netip.AddrPort{}, rc.id)
+			if err := r.start(start, netip.AddrPort{}, rc.id); err != nil {
+				r.finish(rc, err)
+				return
+			}
 			continue
 		}
 		r.sendCtl(a, rc.id, start)

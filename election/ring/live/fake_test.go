@@ -26,6 +26,7 @@ type fakeNet struct {
 	clients map[netip.AddrPort]func(tsp.ExtPacket)
 	peers   []netip.AddrPort // peers mode: what every host's Peers says
 	down    map[netip.AddrPort]bool
+	dup     time.Duration             // if not 0, every packet comes again this much later
 	sent    map[[2]netip.AddrPort]int // per link: packets sent so far
 	seen    map[[2]netip.AddrPort]int // per link: the highest send number delivered
 	reorder int                       // deliveries that overtook an earlier packet on their link
@@ -83,10 +84,20 @@ func (f *fakeNet) send(from netip.AddrPort, p tsp.ExtPacket, to netip.AddrPort) 
 		f.t.Errorf("%v sent an unencodable %v: %v", from, p.Kind, err)
 		return fmt.Errorf("fake net: %w", err)
 	}
+	delay := f.delay()
+	f.carry(from, b, to, delay)
+	if f.dup > 0 {
+		f.carry(from, b, to, delay+f.dup)
+	}
+	return nil
+}
+
+// carry delivers one copy of the datagram b after delay.
+func (f *fakeNet) carry(from netip.AddrPort, b []byte, to netip.AddrPort, delay time.Duration) {
 	link := [2]netip.AddrPort{from, to}
 	f.sent[link]++
 	n := f.sent[link]
-	f.s.After(f.delay(), func() {
+	f.s.After(delay, func() {
 		if f.down[from] || f.down[to] {
 			return
 		}
@@ -105,17 +116,17 @@ func (f *fakeNet) send(from netip.AddrPort, p tsp.ExtPacket, to netip.AddrPort) 
 			got(e)
 		}
 	})
-	return nil
 }
 
 // run runs the net until done says so, or fails the test when nothing is
-// left to run or the virtual clock has run for limit.
+// left to run, or the virtual clock has run for limit, or a million events
+// have run (a loop that does not move the clock).
 func (f *fakeNet) run(limit time.Duration, done func() bool) {
 	f.t.Helper()
 	end := f.s.Now().Add(limit)
-	for !done() {
+	for n := 0; !done(); n++ {
 		next, ok := f.s.Next()
-		if !ok || next.After(end) {
+		if !ok || next.After(end) || n > 1e6 {
 			f.t.Fatalf("nothing done after %v of virtual time (%d events pending)", f.s.Now().Sub(vtime.Epoch), f.s.Pending())
 		}
 		f.s.Step()

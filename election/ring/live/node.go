@@ -70,18 +70,42 @@ func (q *queue) Pop() any {
 	return e
 }
 
-// start sets up this daemon's node. from is the coordinator (zero if it
-// is us); its own entry in the member list carries no address.
-func (r *Runner) start(c Ctl, from netip.AddrPort, id uint16) {
+// start sets up this daemon's node for the election id the START c
+// describes. from is the coordinator (zero if it is us); its own entry in
+// the member list carries no address. A START is checked as anything
+// from the network: an error says why it is refused. A duplicate of the
+// current election's START is ignored.
+func (r *Runner) start(c Ctl, from netip.AddrPort, id uint16) error {
+	if nd := r.node; nd != nil && nd.id == id && nd.coord == from && nd.t0.UnixNano() == c.T0 {
+		return nil
+	}
 	alg, err := Algorithm(c.Algorithm)
 	if err != nil {
-		r.log.WithError(err).Warn("ring start refused")
-		return
+		return fmt.Errorf("ring start: %w", err)
 	}
 	n := len(c.Members)
-	nd := &node{id: id, coord: from, alg: alg, n: n, me: -1, t0: time.Unix(0, c.T0), unit: c.Unit, tick: 2 * c.Unit,
+	t0 := time.Unix(0, c.T0)
+	switch {
+	case n == 0 || n > maxMembers:
+		err = fmt.Errorf("%d members: %w", n, errOutOfRange)
+	case alg.Topology == ring.Complete && n < 2:
+		err = fmt.Errorf("a complete network of %d: %w", n, errOutOfRange)
+	case c.Unit <= 0 || c.Unit > maxUnit:
+		err = fmt.Errorf("unit %v: %w", c.Unit, errOutOfRange)
+	case t0.Sub(r.h.Now()).Abs() > timeout:
+		err = fmt.Errorf("start %v, %v from now: %w", t0, t0.Sub(r.h.Now()), errOutOfRange)
+	}
+	if err != nil {
+		return fmt.Errorf("ring start: %w", err)
+	}
+	nd := &node{id: id, coord: from, alg: alg, n: n, me: -1, t0: t0, unit: c.Unit, tick: 2 * c.Unit,
 		sentTo: make([]uint64, n), next: make([]uint64, n), held: make([]map[uint64]incoming, n)}
+	names, ids := make(map[string]bool, n), make(map[uint64]bool, n)
 	for i, m := range c.Members {
+		if names[m.Name] || ids[m.ID] || m.ID == 0 {
+			return fmt.Errorf("ring start: member %d %q, id %d: %w", i, m.Name, m.ID, errNotDistinct)
+		}
+		names[m.Name], ids[m.ID] = true, true
 		var a netip.AddrPort
 		switch {
 		case m.Name == r.name:
@@ -90,20 +114,19 @@ func (r *Runner) start(c Ctl, from netip.AddrPort, id uint16) {
 			a = from // the coordinator
 		default:
 			if a, err = netip.ParseAddrPort(m.Addr); err != nil {
-				r.log.WithError(err).Warn("ring start refused: bad member address")
-				return
+				return fmt.Errorf("ring start: member %q: %w", m.Name, err)
 			}
 		}
 		nd.addrs = append(nd.addrs, a)
 	}
-	if nd.me < 0 || nd.tick <= 0 {
-		r.log.Warn("ring start refused: we are not a member, or no unit")
-		return
+	if nd.me < 0 {
+		return fmt.Errorf("ring start: %w", errNotMember)
 	}
 	nd.m = alg.New(ring.NodeConfig{ID: c.Members[nd.me].ID, N: n})
 	nd.rep.Index = nd.me
 	r.node = nd
 	r.schedule(nd, nd.t0, func() { r.step(nd, ring.Event{Kind: ring.Start, Now: 0}) })
+	return nil
 }
 
 // schedule queues fn for when the network clock reads at.
@@ -229,7 +252,7 @@ func (nd *node) inPort(from int, out ring.Port) ring.Port {
 func (r *Runner) message(from netip.AddrPort, p tsp.ExtPacket) {
 	nd := r.node
 	if nd == nil || nd.id != p.Seq {
-		r.log.WithField("from", from.String()).Debug("dropped: ring message for no election of ours")
+		r.drop(dropStray, from, fmt.Errorf("election %d: %w", p.Seq, errNotMember))
 		return
 	}
 	h, m, err := parseMsg(p.Payload)
@@ -237,7 +260,12 @@ func (r *Runner) message(from netip.AddrPort, p tsp.ExtPacket) {
 		err = fmt.Errorf("sender %d, port %d: %w", h.from, h.out, errOutOfRange)
 	}
 	if err != nil {
-		r.log.WithError(err).WithField("from", from.String()).Debug("dropped: malformed ring message")
+		r.drop(dropBadMessage, from, err)
+		return
+	}
+	if h.count >= nd.next[h.from]+maxHeld || len(nd.queue) >= maxQueue {
+		r.drop(dropFull, from, fmt.Errorf("message %d from %d, %d expected, %d events pending: %w",
+			h.count, h.from, nd.next[h.from], len(nd.queue), errOutOfRange))
 		return
 	}
 	r.arrived(nd, h, m)

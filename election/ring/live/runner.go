@@ -2,8 +2,10 @@ package live
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
@@ -59,7 +61,28 @@ const (
 	rollCall = 500 * time.Millisecond // how long HERE answers are awaited
 	timeout  = 60 * time.Second       // an election that has not finished by then fails
 	quiet    = 200 * time.Millisecond // no ring message for this long: the election is over
+	// maxUnit bounds a link delay: the start alone is 20 units away, and
+	// an election has a minute; a unit of a second leaves it forty.
+	maxUnit = time.Second
 )
+
+// Bounds on what packets from the network can make a runner hold.
+const (
+	maxMembers = 128     // daemons in an election (a START packet holds about twenty)
+	maxHeld    = 256     // messages held on one link, waiting for an earlier one
+	maxQueue   = 1 << 14 // a node's pending events
+)
+
+// Reasons a packet is dropped, as Drops counts them.
+const (
+	dropBadControl = "ring control malformed"
+	dropBadStart   = "ring start refused"
+	dropBadMessage = "ring message malformed"
+	dropStray      = "ring message stray" // for no election of ours
+	dropFull       = "ring table full"
+)
+
+var errUnknownOp = errors.New("unknown operation")
 
 // Runner is one daemon's part in live ring elections: the coordinator of
 // the elections asked of it, and its node in the current election. It is
@@ -69,13 +92,21 @@ type Runner struct {
 	name  string
 	log   logrus.FieldLogger
 	rng   *rand.Rand
-	coord *coord // the election this daemon coordinates, if any
-	node  *node  // this daemon's node in the current election, if any
+	coord *coord   // the election this daemon coordinates, if any
+	asked electReq // the ELECT packet that started it
+	node  *node    // this daemon's node in the current election, if any
+	drops map[string]uint64
+}
+
+// electReq names an ELECT packet: its source and seq.
+type electReq struct {
+	from netip.AddrPort
+	seq  uint16
 }
 
 // New returns a runner that works through h.
 func New(h Host, cfg Config) *Runner {
-	r := &Runner{h: h, name: cfg.Name, log: cfg.Log, rng: cfg.Rand}
+	r := &Runner{h: h, name: cfg.Name, log: cfg.Log, rng: cfg.Rand, drops: map[string]uint64{}}
 	if r.log == nil {
 		l := logrus.New()
 		l.SetOutput(io.Discard)
@@ -96,8 +127,18 @@ func (r *Runner) Receive(from netip.AddrPort, p tsp.ExtPacket) {
 	case tsp.ExtRingCtl:
 		r.control(from, p)
 	default:
-		r.log.WithFields(logrus.Fields{"kind": p.Kind.String(), "from": from.String()}).Debug("dropped: not a ring packet")
+		r.log.WithFields(logrus.Fields{"kind": p.Kind.String(), "from": from.String()}).Debug("not a ring packet")
 	}
+}
+
+// Drops counts the packets dropped so far, by reason.
+func (r *Runner) Drops() map[string]uint64 { return maps.Clone(r.drops) }
+
+// drop counts a packet from the network that is dropped, and says why at
+// debug level: the network may send anything, often.
+func (r *Runner) drop(reason string, from netip.AddrPort, err error) {
+	r.drops[reason]++
+	r.log.WithError(err).WithFields(logrus.Fields{"from": from.String(), "reason": reason}).Debug("dropped")
 }
 
 // Algorithm finds an algorithm that can run over the network.
@@ -122,7 +163,7 @@ func Algorithm(name string) (ring.Algorithm, error) {
 func (r *Runner) control(from netip.AddrPort, p tsp.ExtPacket) {
 	var c Ctl
 	if err := json.Unmarshal(p.Payload, &c); err != nil {
-		r.log.WithError(err).WithField("from", from.String()).Debug("dropped: bad ring control")
+		r.drop(dropBadControl, from, fmt.Errorf("decode: %w", err))
 		return
 	}
 	if p.Name == r.name && c.Op != OpElect {
@@ -130,16 +171,31 @@ func (r *Runner) control(from netip.AddrPort, p tsp.ExtPacket) {
 	}
 	switch c.Op {
 	case OpElect:
-		seq := p.Seq
-		r.Elect(c.Algorithm, c.Unit, func(res Result) { r.sendCtl(from, seq, Ctl{Op: OpResult, Result: &res}) })
+		req := electReq{from, p.Seq}
+		if rc := r.coord; rc != nil && !rc.done && r.asked == req {
+			r.log.WithField("from", from.String()).Debug("duplicate ring elect ignored")
+			return
+		}
+		reply := func(res Result) { r.sendCtl(req.from, req.seq, Ctl{Op: OpResult, Result: &res}) }
+		if r.Elect(c.Algorithm, c.Unit, reply) {
+			r.asked = req // after Elect, which forgets the last one
+		}
 	case OpHello:
 		r.sendCtl(from, p.Seq, Ctl{Op: OpHere})
 	case OpHere:
-		if rc := r.coord; rc != nil && rc.id == p.Seq && rc.members == nil {
-			rc.here[p.Name] = from
+		rc := r.coord
+		if rc == nil || rc.id != p.Seq || rc.members != nil {
+			return
 		}
+		if _, known := rc.here[p.Name]; !known && len(rc.here) >= maxMembers-1 {
+			r.drop(dropFull, from, fmt.Errorf("roll call of %d daemons: %w", len(rc.here)+1, errOutOfRange))
+			return
+		}
+		rc.here[p.Name] = from
 	case OpStart:
-		r.start(c, from, p.Seq)
+		if err := r.start(c, from, p.Seq); err != nil {
+			r.drop(dropBadStart, from, err)
+		}
 	case OpCollect:
 		if nd := r.node; nd != nil && nd.id == p.Seq {
 			rep := nd.rep
@@ -150,6 +206,10 @@ func (r *Runner) control(from netip.AddrPort, p tsp.ExtPacket) {
 		if c.Report != nil {
 			r.reported(p.Seq, c.Report)
 		}
+	case OpResult:
+		// timedc's answer, sent to us: not ours to take.
+	default:
+		r.drop(dropBadControl, from, fmt.Errorf("op %q: %w", c.Op, errUnknownOp))
 	}
 }
 

@@ -115,8 +115,10 @@ type header struct {
 }
 
 var (
-	errTruncated  = errors.New("truncated header")
-	errOutOfRange = errors.New("out of range")
+	errTruncated   = errors.New("truncated header")
+	errOutOfRange  = errors.New("out of range")
+	errNotDistinct = errors.New("names and ids must be distinct, ids ≥ 1")
+	errNotMember   = errors.New("not a member")
 )
 
 func appendMsg(b []byte, h header, m ring.Msg) []byte {
