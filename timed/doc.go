@@ -14,8 +14,8 @@
 // Files: daemon.go builds and runs it; loop.go carries out the election
 // machine's actions and dispatches packets; syncround.go is the master's
 // measure-average-correct round; date.go the date path; ext.go our
-// version-2 extensions (clock probes, ring elections); ring.go runs the
-// election/ring algorithms live among the daemons (timedc ring elect);
+// version-2 extensions (clock probes, ring elections); ring.go hosts
+// election/ring/live's runner of live ring elections (timedc ring elect);
 // status.go, control.go, metrics.go and notify.go are what the daemon
 // tells timedc, Prometheus and systemd; reload.go is SIGHUP.
 package timed
