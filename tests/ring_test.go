@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/timed-project/timed/election/ring"
+	"github.com/timed-project/timed/election/ring/live"
 	"github.com/timed-project/timed/tests/internal/ringcheck"
-	"github.com/timed-project/timed/timed/control"
 )
 
 // TestRingElectEveryAlgorithm runs every algorithm that can run over the
@@ -40,7 +40,7 @@ func TestRingElectEveryAlgorithm(t *testing.T) {
 			t.Errorf("%s: %v", alg.Name, err)
 			continue
 		}
-		var res control.RingResult
+		var res live.Result
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("%s: %v in %q", alg.Name, err, out)
 		}

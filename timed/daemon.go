@@ -18,6 +18,7 @@ import (
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/config"
 	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/election/ring/live"
 	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/udp"
@@ -51,11 +52,8 @@ type Daemon struct {
 	cancelRound context.CancelFunc
 	rounds      sync.WaitGroup
 
-	st   status   // what `timedc status` shows; owned by the loop
-	ring struct { // live ring elections (ring.go); owned by the loop
-		coord *ringCoord
-		node  *ringNode
-	}
+	st       status             // what `timedc status` shows; owned by the loop
+	ring     *live.Runner       // live ring elections (ring.go); owned by the loop
 	quit     context.CancelFunc // ends Run (control socket's quit)
 	trustGen uint64             // the -F list in force; older retries stop
 	admins   adminSources       // who may send admin packets (admin.go)
@@ -180,6 +178,7 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		return nil, err
 	}
 	d.roundCtx, d.cancelRound = context.WithCancel(context.Background())
+	d.ring = newRingRunner(d)
 	d.st.init(d)
 	if err := d.applyTrusted(cfg.Trusted); err != nil {
 		return nil, err

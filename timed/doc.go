@@ -40,8 +40,8 @@
 // machine actions and timers and dispatches packets; syncround.go is a
 // master's measure-average-correct round; correct.go applies corrections
 // to the host clock; date.go the date path; ext.go our version-2
-// extensions (clock probes, ring elections); ring.go runs the
-// election/ring algorithms live among the daemons (timedc ring elect);
+// extensions (clock probes, ring elections); ring.go hosts
+// election/ring/live's runner of live ring elections (timedc ring elect);
 // status.go, control.go, metrics.go and notify.go are what the daemon
 // tells timedc, Prometheus and systemd; admin.go decides who may send
 // admin packets; reload.go is SIGHUP; trust.go resolves the -F list;

@@ -25,10 +25,8 @@ func (d *Daemon) receiveExt(r udp.Received) {
 		}
 	case tsp.ExtProbeReply:
 		d.probe.Deliver(dg)
-	case tsp.ExtRing:
-		d.ringMessage(r)
-	case tsp.ExtRingCtl:
-		d.ringControl(r)
+	case tsp.ExtRing, tsp.ExtRingCtl:
+		d.ring.Receive(r.From, *r.Ext)
 	default:
 		d.log.WithField("kind", r.Ext.Kind.String()).WithField("from", r.From.String()).Debug("dropped: extension not served")
 	}

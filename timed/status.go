@@ -160,6 +160,9 @@ func (d *Daemon) snapshot() *control.Status {
 			st.Drops["refused "+string(r)] += n
 		}
 	}
+	for reason, n := range d.ring.Drops() {
+		st.Drops[reason] = n
+	}
 	return st
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"text/tabwriter"
@@ -11,8 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timed-project/timed/election/ring"
-	"github.com/timed-project/timed/timed"
-	"github.com/timed-project/timed/timed/control"
+	"github.com/timed-project/timed/election/ring/live"
 	"github.com/timed-project/timed/tsp"
 )
 
@@ -48,7 +46,7 @@ func ringCmd(o *options) *cobra.Command {
 		},
 	}
 	elect.Flags().StringVar(&alg, "algorithm", "chang-roberts", "algorithm (see timedc ring algorithms)")
-	elect.Flags().DurationVar(&unit, "unit", timed.DefaultRingUnit, "bound on one link delay; a tick of the algorithms' clocks is two")
+	elect.Flags().DurationVar(&unit, "unit", live.DefaultUnit, "bound on one link delay; a tick of the algorithms' clocks is two")
 	list := &cobra.Command{
 		Use:   "algorithms",
 		Short: "list the algorithms with their topology and message bound",
@@ -91,32 +89,29 @@ func extremumName(e ring.Extremum) string {
 
 // ringElect asks the daemon at host to coordinate an election and waits
 // for its result.
-func ringElect(o *options, host, alg string, unit time.Duration) (*control.RingResult, error) {
+func ringElect(o *options, host, alg string, unit time.Duration) (*live.Result, error) {
 	addr, err := o.resolve(host)
 	if err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(control.RingCtl{Op: control.RingElect, Algorithm: alg, Unit: unit})
-	if err != nil {
-		return nil, err
-	}
 	seq := uint16(rand.Uint32())
-	b, err := (&tsp.ExtPacket{Kind: tsp.ExtRingCtl, Seq: seq, Name: ownName(), Payload: payload}).Marshal()
+	req, err := live.ElectPacket(ownName(), seq, alg, unit)
 	if err != nil {
 		return nil, err
 	}
-	var res *control.RingResult
+	b, err := req.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	var res *live.Result
 	err = roundTrip(context.Background(), addr, b, o.wait(90*time.Second), func(d []byte) bool {
 		e, err := tsp.UnmarshalExt(d)
-		if err != nil || e.Kind != tsp.ExtRingCtl || e.Seq != seq {
+		if err != nil {
 			return false
 		}
-		var c control.RingCtl
-		if err := json.Unmarshal(e.Payload, &c); err != nil || c.Op != control.RingResultOp || c.Result == nil {
-			return false
-		}
-		res = c.Result
-		return true
+		var ok bool
+		res, ok = live.ResultOf(e, seq)
+		return ok
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ring election: %w", err)

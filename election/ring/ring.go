@@ -7,8 +7,8 @@
 // gets back the Actions it wants done (send a message on a port, wake me at
 // a local tick, "I am the leader", "the leader is X"). Machines never touch
 // sockets, goroutines or wall-clock time, so the same code runs inside the
-// simulator here and, later, inside the daemon where each Msg travels as the
-// payload of a tsp.ExtPacket of kind tsp.ExtRing.
+// simulator here and among the daemons (election/ring/live), where each Msg
+// travels in a tsp.ExtPacket of kind tsp.ExtRing.
 //
 // Ports: on a ring a node has two, Left and Right. Unidirectional
 // algorithms receive on Left and send on Right ("clockwise"). Bidirectional

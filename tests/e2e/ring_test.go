@@ -10,8 +10,8 @@ import (
 
 	"github.com/timed-project/timed/deploy/compose"
 	"github.com/timed-project/timed/election/ring"
+	"github.com/timed-project/timed/election/ring/live"
 	"github.com/timed-project/timed/tests/internal/ringcheck"
-	"github.com/timed-project/timed/timed/control"
 )
 
 // TestRingElectionsEightHosts runs every ring algorithm that can run over
@@ -37,7 +37,7 @@ func TestRingElectionsEightHosts(t *testing.T) {
 			t.Errorf("%s: %v", alg.Name, err)
 			continue
 		}
-		var res control.RingResult
+		var res live.Result
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Errorf("%s: %v in %q", alg.Name, err, out)
 			continue

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/timed-project/timed/election/ring"
-	"github.com/timed-project/timed/timed/control"
+	"github.com/timed-project/timed/election/ring/live"
 )
 
 // Result reports what is wrong with res for algorithm alg among n
@@ -14,7 +14,7 @@ import (
 // or a leader that is not the extremum the algorithm elects. (Agreement
 // on the leader is checked by the coordinating daemon, which reports a
 // disagreement as res.Error.)
-func Result(alg ring.Algorithm, res control.RingResult, n int) error {
+func Result(alg ring.Algorithm, res live.Result, n int) error {
 	if res.Error != "" {
 		return fmt.Errorf("%s: %s", alg.Name, res.Error)
 	}
