@@ -1,6 +1,7 @@
 package clocksync
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -147,9 +148,28 @@ func weightedMean(hosts []HostOffset, floor time.Duration) time.Duration {
 	return ref + time.Duration(swx/sw)
 }
 
+const maxDuration = time.Duration(math.MaxInt64)
+
+// absDur is |d|, saturated: −MinInt64 is not a Duration.
 func absDur(d time.Duration) time.Duration {
-	if d < 0 {
+	switch {
+	case d == math.MinInt64:
+		return maxDuration
+	case d < 0:
 		return -d
 	}
 	return d
+}
+
+// addSat is a + b, saturated at the Durations' range rather than wrapped:
+// offsets come from remote timestamps and may be anything.
+func addSat(a, b time.Duration) time.Duration {
+	sum := a + b
+	switch {
+	case a > 0 && b > 0 && sum < 0:
+		return maxDuration
+	case a < 0 && b < 0 && sum >= 0:
+		return -maxDuration - 1
+	}
+	return sum
 }
