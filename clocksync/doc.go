@@ -64,6 +64,12 @@
 // median's (its variance π/2 times smaller for Gaussian noise). The
 // windows have already removed the outliers the median guards against.
 //
+// It also bounds what one host can do (NetworkOptions.MaxSourceInfluence,
+// 50 ms by default): in a network of the master and one slave the median
+// is their midpoint, so a slave set 990 s off by one forged SETTIME moved
+// BSD's network time, and every clock with it, by 495 s. Ours stays within
+// the bound of what it would be without any one disagreeing host.
+//
 // # Corrections: BSD semantics and our changes
 //
 // PlanCorrection is BSD's correct(): ADJTIME(network − slave) for known
