@@ -14,7 +14,7 @@ import (
 // Defaults of a LogLimiter.
 const (
 	DefaultLogLines    = 1           // lines per key per interval
-	DefaultLogInterval = time.Minute //
+	DefaultLogInterval = time.Minute // the span Lines and Total count over
 	DefaultLogTotal    = 60          // lines per interval over all keys
 	DefaultMaxKeys     = 1024        // keys tracked at once
 )
@@ -30,7 +30,7 @@ type Key struct {
 // LogConfig sizes a LogLimiter; zero fields take the defaults.
 type LogConfig struct {
 	Lines    int           // lines per key per Interval
-	Interval time.Duration //
+	Interval time.Duration // the span Lines and Total count over
 	// Total caps the lines of all keys together per Interval, so that a
 	// flood from ever-new (spoofed) sources, each a new key, cannot write
 	// more either.
