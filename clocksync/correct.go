@@ -136,18 +136,42 @@ func (a Action) String() string {
 
 // Applied reports one applied (or refused) correction.
 type Applied struct {
-	Action       Action
-	By           time.Duration // the correction
-	FrequencyPPM float64       // frequency after the discipline's update
+	Action Action
+	// By is what the clock was moved by (the correction asked for when it
+	// was refused).
+	By time.Duration
+	// Requested is the correction asked for: By, unless an Applier in
+	// alarm moved the clock by only max-step of it.
+	Requested    time.Duration
+	FrequencyPPM float64 // frequency after the discipline's update
 	FreqChanged  bool
+	Alarm        bool // the Applier is in alarm after this correction
+}
+
+// AlarmState is an Applier's alarm: the corrections it is asked for are
+// beyond max-step. It goes on at the first such correction and off at the
+// first correction within max-step applied, or at an operator's Step.
+type AlarmState struct {
+	On bool
+	// Since is the clock's reading when the alarm went on, on the clock's
+	// present time scale (the Applier's own steps since are taken out).
+	Since time.Time
+	// Offset is how far the clock is from network time by the last
+	// correction asked for (positive: ahead), less what the Applier has
+	// moved it by since.
+	Offset  time.Duration
+	Refused int // corrections refused since the alarm went on
 }
 
 // Applier applies corrections to a clock, as a slave does on ADJTIME and
 // SETTIME and the master does with its own share of the network time
-// (BSD adjclock): below the step threshold it slews, at or above it steps,
-// beyond MaxStep it refuses, logs an error and changes nothing. With a
-// Discipline it also updates the clock's frequency. It is safe for
-// concurrent use; it must not be copied after first use.
+// (BSD adjclock): below the step threshold it slews, at or above it steps.
+// Beyond MaxStep it is in alarm (AlarmState) and refuses, logs an error
+// and changes nothing, unless the correction is towards network time: then
+// it steps by MaxStep, at most once a RecoveryInterval, so that a clock
+// pushed far off comes back instead of staying wedged (see the package
+// doc). With a Discipline it also updates the clock's frequency. It is safe
+// for concurrent use; it must not be copied after first use.
 type Applier struct {
 	Clock Clock
 	// StepThreshold: corrections at or above it are stepped (default
@@ -157,11 +181,53 @@ type Applier struct {
 	// 240 s round is stepped instead of dragging on for several rounds
 	// (and blinding the frequency discipline meanwhile).
 	StepThreshold time.Duration
-	MaxStep       time.Duration      // default DefaultMaxStep
-	Discipline    *Discipline        // nil: phase corrections only (BSD)
-	Log           logrus.FieldLogger // nil: logrus standard logger
+	MaxStep       time.Duration // default DefaultMaxStep
+	// RecoveryInterval is the least time between two max-step moves
+	// towards network time in alarm (default DefaultRecoveryInterval):
+	// about a sync round, so that a re-sent correction is not applied
+	// twice and a forger gains no more than max-step a round.
+	RecoveryInterval time.Duration
+	Discipline       *Discipline        // nil: phase corrections only (BSD)
+	Log              logrus.FieldLogger // nil: logrus standard logger
 
-	mu sync.Mutex // serialises corrections (and the Discipline's state)
+	mu    sync.Mutex // serialises corrections (and the Discipline's state)
+	alarm AlarmState
+	steps stepHistory // the recent steps, for "towards network time"
+	// lastRecovery is when the clock was last moved in alarm, on the
+	// clock's present time scale; zero if never since the alarm went on.
+	lastRecovery time.Time
+	// asked: a correction beyond max-step backwards ([0]) or forwards
+	// ([1]) was asked for since the alarm went on.
+	asked [2]bool
+}
+
+// DefaultRecoveryInterval is three quarters of BSD's 240 s sync round.
+const DefaultRecoveryInterval = 3 * time.Minute
+
+// stepHistory holds the Applier's last steps, the most recent last.
+type stepHistory struct {
+	d    [16]time.Duration
+	n    int // steps held
+	next int // index of the next to write
+}
+
+func (h *stepHistory) push(d time.Duration) {
+	h.d[h.next] = d
+	h.next = (h.next + 1) % len(h.d)
+	h.n = min(h.n+1, len(h.d))
+}
+
+// undoes reports whether corr takes the clock back to within tol of where
+// it was before its k most recent steps, for some k.
+func (h *stepHistory) undoes(corr, tol time.Duration) bool {
+	var sum time.Duration
+	for k := 1; k <= h.n; k++ {
+		sum = addSat(sum, h.d[(h.next-k+len(h.d))%len(h.d)])
+		if absDur(addSat(corr, sum)) <= tol {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *Applier) log() logrus.FieldLogger {
@@ -182,6 +248,13 @@ func (a *Applier) limits() (step, maxStep time.Duration) {
 	return step, maxStep
 }
 
+// Alarm reports the Applier's alarm, for status and metrics.
+func (a *Applier) Alarm() AlarmState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.alarm
+}
+
 // ApplyAdjust applies an ADJTIME correction (or the master's own).
 func (a *Applier) ApplyAdjust(corr time.Duration) (Applied, error) {
 	return a.apply(corr, false)
@@ -194,18 +267,130 @@ func (a *Applier) ApplySetTime(to time.Time, queued time.Duration) (Applied, err
 	return a.apply(target.Sub(a.Clock.Now()), true)
 }
 
+// Step is the operator's step (timedc step): it moves the clock by d
+// whatever max-step says, since a person decided it, and ends the alarm.
+func (a *Applier) Step(d time.Duration) (Applied, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res := Applied{By: d, Requested: d}
+	now := a.Clock.Now()
+	if err := a.Clock.Step(now.Add(d)); err != nil {
+		return res, fmt.Errorf("operator's step by %v: %w", d, err)
+	}
+	res.Action = Stepped
+	was := a.alarm.On
+	// The operator's time is the new reference: nothing before it is to
+	// be undone, no alarm stands.
+	a.steps = stepHistory{}
+	a.endAlarm()
+	if a.Discipline != nil {
+		a.Discipline.Reset(now.Add(d), 0)
+	}
+	a.log().WithFields(logrus.Fields{"step": d.String(), "alarm_was": was}).Warn("clock stepped by the operator")
+	return res, nil
+}
+
 func (a *Applier) apply(corr time.Duration, isSet bool) (Applied, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	step, maxStep := a.limits()
-	res := Applied{By: corr}
+	_, maxStep := a.limits()
+	now := a.Clock.Now()
+	corr = max(corr, -maxDuration) // so that −corr is a Duration too
 	if absDur(corr) > maxStep {
-		res.Action = Refused
-		err := fmt.Errorf("correction of %v: %w (max-step %v)", corr, ErrBeyondMaxStep, maxStep)
-		a.log().WithField("correction", corr.String()).WithField("max_step", maxStep.String()).Error("refusing correction beyond max-step; clock left alone")
+		return a.beyondMaxStep(now, corr, isSet)
+	}
+	res, err := a.move(now, corr, isSet)
+	if err != nil {
 		return res, err
 	}
-	now := a.Clock.Now()
+	if res.Action == Stepped {
+		a.log().WithField("correction", corr.String()).Warn("clock stepped")
+	}
+	if a.alarm.On {
+		a.log().WithFields(logrus.Fields{"correction": corr.String(), "refused": a.alarm.Refused}).Warn("clock out of alarm: correction within max-step")
+		a.endAlarm()
+	}
+	return res, nil
+}
+
+func (a *Applier) endAlarm() {
+	a.alarm, a.lastRecovery, a.asked = AlarmState{}, time.Time{}, [2]bool{}
+}
+
+// beyondMaxStep handles a correction beyond max-step: the alarm goes on,
+// and the clock moves by max-step towards network time or not at all.
+//
+// The Applier has only the correction and its own past to judge it by.
+// A correction is towards network time if
+//
+//   - it undoes the Applier's recent steps: it takes the clock back to
+//     within BSD's 20 s (or the step threshold, if larger) of where it was
+//     before its last k steps, for some k. That is the master's answer to
+//     a clock pushed off by forged corrections (each within max-step), and
+//     it is accepted at once; or
+//   - a correction the same way was asked for before, since the alarm went
+//     on: the master repeats its correction every round, a single forged
+//     packet does not. (Forged corrections the other way do not hide the
+//     master's: both ways are remembered.)
+//
+// Anything else, in particular a first correction beyond max-step that
+// undoes nothing, is refused. Moves in alarm are max-step each, at most
+// one per RecoveryInterval, so a forger who passes for the master gains
+// at most max-step a round by them, no more than a single correction
+// within max-step already gives it (address binding and authentication
+// are what stop forgers; this bounds the damage).
+func (a *Applier) beyondMaxStep(now time.Time, corr time.Duration, isSet bool) (Applied, error) {
+	step, maxStep := a.limits()
+	res := Applied{Action: Refused, By: corr, Requested: corr, Alarm: true}
+	if !a.alarm.On {
+		a.alarm = AlarmState{On: true, Since: now}
+	}
+	a.alarm.Offset = -corr
+	log := a.log().WithFields(logrus.Fields{"correction": corr.String(), "max_step": maxStep.String()})
+	undo := a.steps.undoes(corr, max(step, DefaultStepThreshold))
+	way := 0
+	if corr > 0 {
+		way = 1
+	}
+	confirmed := a.asked[way]
+	a.asked[way] = true
+	if !undo && !confirmed {
+		a.alarm.Refused++
+		log.Error("refusing correction beyond max-step; clock left alone (alarm)")
+		return res, fmt.Errorf("correction of %v: %w (max-step %v)", corr, ErrBeyondMaxStep, maxStep)
+	}
+	interval := a.RecoveryInterval
+	if interval <= 0 {
+		interval = DefaultRecoveryInterval
+	}
+	if !a.lastRecovery.IsZero() && now.Sub(a.lastRecovery) < interval {
+		a.alarm.Refused++
+		log.WithField("wait", (interval - now.Sub(a.lastRecovery)).String()).Warn("correction towards network time beyond max-step: waiting to move again")
+		return res, fmt.Errorf("correction of %v towards network time, %v after the last move: %w (max-step %v once per %v)",
+			corr, now.Sub(a.lastRecovery), ErrBeyondMaxStep, maxStep, interval)
+	}
+	by := maxStep
+	if corr < 0 {
+		by = -maxStep
+	}
+	moved, err := a.move(now, by, isSet)
+	moved.Requested, moved.Alarm = corr, true
+	if err != nil {
+		return moved, err
+	}
+	a.lastRecovery = now
+	if moved.Action == Stepped {
+		a.lastRecovery = now.Add(by)
+	}
+	a.alarm.Offset = -(corr - by)
+	log.WithFields(logrus.Fields{"by": by.String(), "undoes_steps": undo}).Warn("clock in alarm: moved by max-step towards network time")
+	return moved, nil
+}
+
+// move slews or steps the clock by corr and updates the discipline.
+func (a *Applier) move(now time.Time, corr time.Duration, isSet bool) (Applied, error) {
+	step, _ := a.limits()
+	res := Applied{By: corr, Requested: corr}
 	if absDur(corr) < step {
 		if err := a.Clock.Adjust(corr); err != nil {
 			return res, fmt.Errorf("slew by %v: %w", corr, err)
@@ -228,8 +413,15 @@ func (a *Applier) apply(corr time.Duration, isSet bool) (Applied, error) {
 	if err := a.Clock.Step(now.Add(corr)); err != nil {
 		return res, fmt.Errorf("step by %v: %w", corr, err)
 	}
-	a.log().WithField("correction", corr.String()).Warn("clock stepped")
 	res.Action = Stepped
+	a.steps.push(corr)
+	// Times kept on the clock's scale move with it.
+	if a.alarm.On {
+		a.alarm.Since = a.alarm.Since.Add(corr)
+	}
+	if !a.lastRecovery.IsZero() {
+		a.lastRecovery = a.lastRecovery.Add(corr)
+	}
 	if a.Discipline != nil {
 		a.Discipline.Reset(now.Add(corr), 0)
 	}

@@ -22,7 +22,7 @@
 //   - Network time (networktime.go): BSD's two-stage median (networkdelta.c)
 //     and our variant.
 //   - Corrections (correct.go): the master's ADJTIME/SETTIME choice and the
-//     slave's application of a correction, with the max-step refusal.
+//     slave's application of a correction, with the max-step alarm.
 //   - Frequency discipline (discipline.go) and the date path (date.go), both
 //     as pure logic the daemon calls.
 //   - clocksync/simsync: the measure → network time → correct loop among
@@ -37,8 +37,11 @@
 //     daemon creates only when `--clock=system` is asked for. No test in this
 //     package writes the host's clock: SystemClock's tests call adjtimex with
 //     modes = 0 only, or a fake syscall.
-//   - It never applies a correction larger than the configured max-step
-//     (default 1000 s): such corrections are refused and logged as errors.
+//   - It never moves the clock by more than the configured max-step
+//     (default 1000 s) at once, except when the operator asks
+//     (Applier.Step). Larger corrections put the Applier in alarm: they are
+//     refused and logged as errors, unless they lead towards network time,
+//     and then the clock moves by max-step, at most once a round.
 //   - It never panics on bad input: decoders and parsers return errors.
 //
 // # Network time: BSD semantics and our improvement
@@ -61,6 +64,12 @@
 // median's (its variance π/2 times smaller for Gaussian noise). The
 // windows have already removed the outliers the median guards against.
 //
+// It also bounds what one host can do (NetworkOptions.MaxSourceInfluence,
+// 50 ms by default): in a network of the master and one slave the median
+// is their midpoint, so a slave set 990 s off by one forged SETTIME moved
+// BSD's network time, and every clock with it, by 495 s. Ours stays within
+// the bound of what it would be without any one disagreeing host.
+//
 // # Corrections: BSD semantics and our changes
 //
 // PlanCorrection is BSD's correct(): ADJTIME(network − slave) for known
@@ -74,11 +83,25 @@
 //     re-stamps each copy with the time elapsed since planning.
 //
 // The Applier applies corrections on both sides (a slave's ADJTIME and
-// SETTIME, the master's own share): it slews below its step threshold,
-// steps at or above it, and refuses — logging an error, changing nothing —
-// anything beyond max-step (default 1000 s). Our settings step already at
-// SlewStepThreshold (100 ms): what adjtime's 500 ppm cannot slew well within
-// one 240 s round is stepped rather than dragged over several rounds.
+// SETTIME, the master's own share): it slews below its step threshold and
+// steps at or above it. Our settings step already at SlewStepThreshold
+// (100 ms): what adjtime's 500 ppm cannot slew well within one 240 s round
+// is stepped rather than dragged over several rounds.
+//
+// Beyond max-step (default 1000 s; ntpd's panic threshold, chrony's
+// maxchange) the Applier is in alarm, which the daemon shows. BSD has no
+// such limit; a plain refusal, as ntpd's, would wedge a slave that forged
+// corrections (each within max-step) had pushed far off: the master's
+// correction home would be refused for ever. So in alarm the Applier still
+// takes a correction towards network time, by max-step at most once a
+// RecoveryInterval (about a round); it refuses, logging an error, one
+// that leads away. With only the correction and its own past to go by, it
+// counts as towards if it undoes the Applier's recent steps (returns the
+// clock to within 20 s of where it was before them), or if a correction
+// the same way was already asked for in this alarm (the master repeats
+// itself every round; a forged packet must be repeated, and then gains no
+// more than max-step a round, as one within max-step would). Applier.Step,
+// the operator's step, ignores max-step and ends the alarm.
 //
 // # Frequency discipline
 //

@@ -1,6 +1,7 @@
 package clocksync
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -30,6 +31,12 @@ type NetworkOptions struct {
 	// all LAN samples weigh about the same: only slow or congested paths
 	// count for less.
 	MinErrorBound time.Duration
+	// MaxSourceInfluence bounds how far one host that disagrees with the
+	// result (is more than Window from it) can move it in a round: the
+	// result stays within this of the result without that host (see
+	// NetworkTime). Zero: DefaultMaxSourceInfluence, or no bound with
+	// BSD set; negative: no bound.
+	MaxSourceInfluence time.Duration
 }
 
 // BSD's exclusion windows (facts §4, G: GOOD_RANGE, VGOOD_RANGE).
@@ -37,6 +44,9 @@ const (
 	DefaultWindow          = 14 * time.Millisecond
 	DefaultUntrustedWindow = 6 * time.Millisecond
 	DefaultMinErrorBound   = 100 * time.Microsecond
+	// DefaultMaxSourceInfluence is half of SlewStepThreshold: one host
+	// alone never makes the master step, whatever it reports.
+	DefaultMaxSourceInfluence = SlewStepThreshold / 2
 )
 
 func (o NetworkOptions) withDefaults() NetworkOptions {
@@ -49,6 +59,9 @@ func (o NetworkOptions) withDefaults() NetworkOptions {
 	if o.MinErrorBound <= 0 {
 		o.MinErrorBound = DefaultMinErrorBound
 	}
+	if o.MaxSourceInfluence == 0 && !o.BSD {
+		o.MaxSourceInfluence = DefaultMaxSourceInfluence
+	}
 	return o
 }
 
@@ -59,6 +72,10 @@ type NetworkResult struct {
 	Median time.Duration // first-stage median
 	Voters int           // hosts in the first stage, the master included
 	Kept   int           // hosts in the second stage, the master included
+	// Bounded: MaxSourceInfluence moved Offset from Unbounded, what the
+	// two stages gave.
+	Bounded   bool
+	Unbounded time.Duration
 }
 
 // NetworkTimeBSD is BSD's networkdelta: the master (offset 0) and every
@@ -80,8 +97,58 @@ func NetworkTimeBSD(hosts []HostOffset) time.Duration {
 //     median (UntrustedWindow if untrusted). None kept → the median. One kept →
 //     its offset. Otherwise their median (BSD) or their mean weighted by
 //     1/max(ErrorBound, MinErrorBound)² (ours).
+//  4. Bound (ours; BSD only if MaxSourceInfluence is set): for each
+//     responsive slave more than Window from the result, the result
+//     without it (steps 1–3). Those further than MaxSourceInfluence from
+//     the result are its bounds: the result moves to the nearest point
+//     within MaxSourceInfluence of each, if there is one.
+//
+// Step 4 is for small networks, where one host is a large share of the
+// vote: with the master and one slave, the slave alone moves the result to
+// the midpoint, 495 s for a slave set 990 s off by one forged SETTIME; now
+// 50 ms. Hosts within Window of the result are not bounds: they agree with
+// it, and when two hosts collude, removing an honest one can swing the
+// median to the liars, which must not make the honest majority's answer
+// suspect. When no point is within the bound of every result without a
+// disagreeing host, two such hosts each pull further than the bound, the
+// opposite ways; neither alone decides, and the result is left as steps
+// 1–3 gave it.
 func NetworkTime(hosts []HostOffset, opt NetworkOptions) NetworkResult {
 	opt = opt.withDefaults()
+	res := networkTime(hosts, opt)
+	res.Unbounded = res.Offset
+	if opt.MaxSourceInfluence > 0 {
+		boundInfluence(&res, hosts, opt)
+	}
+	return res
+}
+
+// boundInfluence is step 4 of NetworkTime.
+func boundInfluence(res *NetworkResult, hosts []HostOffset, opt NetworkOptions) {
+	b := opt.MaxSourceInfluence
+	lo, hi := -maxDuration-1, maxDuration
+	var without []HostOffset
+	for i, h := range hosts {
+		if !h.Responsive || distance(h.Offset, res.Offset) <= opt.Window {
+			continue // took no part, or agrees with the result
+		}
+		without = append(append(without[:0], hosts[:i]...), hosts[i+1:]...)
+		r := networkTime(without, opt).Offset
+		if distance(r, res.Offset) <= b {
+			continue // within the bound already
+		}
+		lo, hi = max(lo, addSat(r, -b)), min(hi, addSat(r, b))
+	}
+	if lo > hi {
+		return
+	}
+	if off := min(max(res.Offset, lo), hi); off != res.Offset {
+		res.Offset, res.Bounded = off, true
+	}
+}
+
+// networkTime is steps 1–3 of NetworkTime; opt has its defaults.
+func networkTime(hosts []HostOffset, opt NetworkOptions) NetworkResult {
 	self := HostOffset{Trusted: true, Responsive: true}
 	votes := []time.Duration{0}
 	for _, h := range hosts {
@@ -99,7 +166,7 @@ func NetworkTime(hosts []HostOffset, opt NetworkOptions) NetworkResult {
 		if !h.Responsive {
 			continue
 		}
-		dist := absDur(h.Offset - med)
+		dist := distance(h.Offset, med)
 		if dist <= opt.Window && (h.Trusted || dist <= opt.UntrustedWindow) {
 			kept = append(kept, h)
 		}
@@ -131,7 +198,7 @@ func median(vals []time.Duration) time.Duration {
 		return vals[n/2]
 	}
 	a, b := vals[n/2-1], vals[n/2]
-	return a + (b-a)/2
+	return a + time.Duration((uint64(b)-uint64(a))/2) // b ≥ a: no overflow
 }
 
 func weightedMean(hosts []HostOffset, floor time.Duration) time.Duration {
@@ -147,9 +214,36 @@ func weightedMean(hosts []HostOffset, floor time.Duration) time.Duration {
 	return ref + time.Duration(swx/sw)
 }
 
+const maxDuration = time.Duration(math.MaxInt64)
+
+// absDur is |d|, saturated: −MinInt64 is not a Duration.
 func absDur(d time.Duration) time.Duration {
-	if d < 0 {
+	switch {
+	case d == math.MinInt64:
+		return maxDuration
+	case d < 0:
 		return -d
 	}
 	return d
+}
+
+// distance is |a − b|, saturated.
+func distance(a, b time.Duration) time.Duration {
+	if a < b {
+		a, b = b, a
+	}
+	return time.Duration(min(uint64(a)-uint64(b), math.MaxInt64))
+}
+
+// addSat is a + b, saturated at the Durations' range rather than wrapped:
+// offsets come from remote timestamps and may be anything.
+func addSat(a, b time.Duration) time.Duration {
+	sum := a + b
+	switch {
+	case a > 0 && b > 0 && sum < 0:
+		return maxDuration
+	case a < 0 && b < 0 && sum >= 0:
+		return -maxDuration - 1
+	}
+	return sum
 }
