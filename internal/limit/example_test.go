@@ -20,11 +20,11 @@ func Example() {
 	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
 	refused := limit.NewLogger(log, limit.LogConfig{Once: true})
 
-	src := netip.MustParseAddr("192.0.2.7")
+	src := netip.MustParseAddrPort("192.0.2.7:525")
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // the daemon passes time.Now()
 	for range 5 {
 		if !lim.Allow(src, now) {
-			k := limit.Key{Msg: "rate limited", Source: src}
+			k := limit.Key{Msg: "rate limited", Source: src.Addr()}
 			if e := refused.Entry(k, now); e != nil {
 				e.Warn(k.Msg)
 			}

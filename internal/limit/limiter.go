@@ -51,7 +51,9 @@ func orDefault[T ~int | ~int64 | ~float64](p *T, def T) {
 }
 
 // Limiter decides, before a datagram changes any state, whether its source
-// may send it: each source address has its own token bucket, and all of
+// may send it: each source (address and port: daemons that share an
+// address, as in peers mode, are separate senders) has its own token
+// bucket, and all of
 // them share an aggregate one, so that a flood from random spoofed sources,
 // each new and with a full bucket, is capped as a whole. The table of
 // sources is bounded (Config.MaxSources, least recently seen evicted).
@@ -60,7 +62,7 @@ type Limiter struct {
 
 	mu      sync.Mutex
 	global  *rate.Limiter
-	sources *lru[netip.Addr, *rate.Limiter]
+	sources *lru[netip.AddrPort, *rate.Limiter]
 
 	allowed, deniedSource, deniedGlobal, evicted atomic.Uint64
 }
@@ -80,7 +82,7 @@ func NewLimiter(cfg Config) *Limiter {
 	return &Limiter{
 		cfg:     cfg,
 		global:  rate.NewLimiter(cfg.GlobalRate, cfg.GlobalBurst),
-		sources: newLRU[netip.Addr, *rate.Limiter](cfg.MaxSources),
+		sources: newLRU[netip.AddrPort, *rate.Limiter](cfg.MaxSources),
 	}
 }
 
@@ -93,7 +95,7 @@ func (l *Limiter) Config() Config { return l.cfg }
 // before it is spent, and a new source denied by the aggregate is not even
 // entered in the table, so a spoofed flood churns the table no faster than
 // the aggregate rate.
-func (l *Limiter) Allow(src netip.Addr, now time.Time) bool {
+func (l *Limiter) Allow(src netip.AddrPort, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.global.TokensAt(now) < 1 {

@@ -11,8 +11,8 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func addr(i int) netip.Addr {
-	return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+func addr(i int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 525)
 }
 
 // One source: its burst, then refusals, then one datagram per 1/rate.
@@ -21,7 +21,7 @@ func TestLimiterBurstRefuseRefill(t *testing.T) {
 	a, b := addr(1), addr(2)
 	steps := []struct {
 		at   time.Duration
-		src  netip.Addr
+		src  netip.AddrPort
 		want bool
 	}{
 		{0, a, true}, {0, a, true}, {0, a, true}, // the burst
@@ -151,16 +151,16 @@ func TestCounter(t *testing.T) {
 // BenchmarkAllowFlood is the cost of a datagram in a 10k/s flood, from one
 // source and from ever-new spoofed sources.
 func BenchmarkAllowFlood(b *testing.B) {
-	srcs := make([]netip.Addr, 1<<16)
+	srcs := make([]netip.AddrPort, 1<<16)
 	for i := range srcs {
 		srcs[i] = addr(i)
 	}
 	for _, bc := range []struct {
 		name string
-		src  func(i int) netip.Addr
+		src  func(i int) netip.AddrPort
 	}{
-		{"one-source", func(int) netip.Addr { return srcs[0] }},
-		{"spoofed", func(i int) netip.Addr { return srcs[i%len(srcs)] }},
+		{"one-source", func(int) netip.AddrPort { return srcs[0] }},
+		{"spoofed", func(i int) netip.AddrPort { return srcs[i%len(srcs)] }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			l := NewLimiter(Config{})

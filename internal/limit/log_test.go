@@ -13,8 +13,8 @@ import (
 // how many.
 func TestLogLimiterSuppressedCount(t *testing.T) {
 	l := NewLogLimiter(LogConfig{Lines: 2, Interval: time.Minute, Total: 100})
-	a := Key{Msg: "refused", Source: addr(1)}
-	b := Key{Msg: "refused", Source: addr(2)}
+	a := Key{Msg: "refused", Source: addr(1).Addr()}
+	b := Key{Msg: "refused", Source: addr(2).Addr()}
 	steps := []struct {
 		at         time.Duration
 		k          Key
@@ -50,7 +50,7 @@ func TestLogLimiterFloodBounded(t *testing.T) {
 	l := NewLogLimiter(cfg)
 	logged := 0
 	for i := range 100_000 { // 10 s at 10k lines/s
-		if ok, _ := l.Allow(Key{Msg: "bad packet", Source: addr(i)}, t0.Add(time.Duration(i)*100*time.Microsecond)); ok {
+		if ok, _ := l.Allow(Key{Msg: "bad packet", Source: addr(i).Addr()}, t0.Add(time.Duration(i)*100*time.Microsecond)); ok {
 			logged++
 		}
 		if i%997 == 0 && l.Stats().Keys > cfg.MaxKeys {
@@ -78,7 +78,7 @@ func TestLogLimiterFloodBounded(t *testing.T) {
 // most once an interval.
 func TestLogLimiterOnce(t *testing.T) {
 	l := NewLogLimiter(LogConfig{Once: true, Interval: time.Minute})
-	k := Key{Msg: "refused ADJTIME from a host that is not our master", Source: addr(7)}
+	k := Key{Msg: "refused ADJTIME from a host that is not our master", Source: addr(7).Addr()}
 	if ok, _ := l.Allow(k, t0); !ok {
 		t.Fatal("first line suppressed")
 	}
@@ -103,7 +103,7 @@ func TestLogger(t *testing.T) {
 	log, hook := test.NewNullLogger()
 	log.SetOutput(io.Discard)
 	lg := NewLogger(log, LogConfig{Interval: time.Minute})
-	k := Key{Msg: "refused SETTIME", Source: addr(9)}
+	k := Key{Msg: "refused SETTIME", Source: addr(9).Addr()}
 	for i := range 5 {
 		if e := lg.Entry(k, t0.Add(time.Duration(i)*time.Second)); e != nil {
 			e.Warn(k.Msg)

@@ -20,11 +20,12 @@ const (
 	DropQueueFull                        // the consumer of Packets() is behind
 	DropMalformed                        // any other decode error (none today)
 	DropBadName                          // a name that is not a printable host name
+	DropRateLimited                      // its source (or all sources together) over the rate limit
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
-	"short", "bad version", "no NUL", "unknown network", "own echo", "bad extension", "queue full", "malformed", "bad name",
+	"short", "bad version", "no NUL", "unknown network", "own echo", "bad extension", "queue full", "malformed", "bad name", "rate limited",
 }
 
 func (r DropReason) String() string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/internal/sockopt"
 	"github.com/timed-project/timed/tsp"
 	"golang.org/x/net/ipv4"
@@ -58,6 +59,10 @@ type Config struct {
 	Hostname string
 	Logger   logrus.FieldLogger // nil: discard
 	QueueLen int                // capacity of Packets(); 0: DefaultQueueLen
+	// RateLimit sizes the per-source and aggregate token buckets every
+	// datagram passes before it is even decoded (zero fields: limit's
+	// defaults). A flood is dropped here, at the cost of a map lookup.
+	RateLimit limit.Config
 
 	// onDatagram, for tests in this package, runs on the reader goroutine
 	// after each datagram has been delivered or counted as dropped, so a
@@ -102,6 +107,8 @@ type Transport struct {
 	closeOnce sync.Once
 	closeErr  error
 	stats     counters
+	limiter   *limit.Limiter
+	dropLog   *limit.Logger // drop lines: one per reason and source a minute
 
 	onDatagram func()
 }
@@ -175,6 +182,8 @@ func Listen(cfg Config) (*Transport, error) {
 		log:      log,
 		packets:  make(chan Received, qlen),
 		done:     make(chan struct{}),
+		limiter:  limit.NewLimiter(cfg.RateLimit),
+		dropLog:  limit.NewLogger(log, limit.LogConfig{}),
 
 		onDatagram: cfg.onDatagram,
 	}
@@ -406,6 +415,13 @@ func (t *Transport) readLoop() {
 // blocks on the consumer: a full queue drops the datagram.
 func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, now time.Time) {
 	r := Received{From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), At: now}
+	// Before anything else: a flood costs a bucket lookup per datagram,
+	// not a decode, a queue slot or a log line.
+	if !t.limiter.Allow(r.From, now) {
+		t.stats.dropped[DropRateLimited].Add(1)
+		t.logDrop(DropRateLimited, r, len(b), errRateLimited, now)
+		return
+	}
 	var cm ipv4.ControlMessage
 	if cm.Parse(oob) == nil {
 		r.IfIndex = cm.IfIndex
@@ -429,7 +445,18 @@ func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, 
 		}
 	}
 	t.stats.dropped[reason].Add(1)
-	e := t.log.WithFields(logrus.Fields{"from": r.From.String(), "reason": reason.String(), "bytes": len(b)})
+	t.logDrop(reason, r, len(b), err, now)
+}
+
+// logDrop logs a dropped datagram at debug level, at most once a minute
+// per reason and source (with the count suppressed since): a flood must
+// not become a flood of log lines.
+func (t *Transport) logDrop(reason DropReason, r Received, n int, err error, now time.Time) {
+	e := t.dropLog.Entry(limit.Key{Msg: "tsp: dropped datagram: " + reason.String(), Source: r.From.Addr()}, now)
+	if e == nil {
+		return
+	}
+	e = e.WithFields(logrus.Fields{"from": r.From.String(), "reason": reason.String(), "bytes": n})
 	if r.Packet != nil {
 		e = e.WithField("packet", r.Packet.String())
 	}
@@ -447,6 +474,7 @@ var (
 	errUnknownNetwork = errors.New("source is on no served network")
 	errOwnEcho        = errors.New("our own name")
 	errQueueFull      = errors.New("receive queue full")
+	errRateLimited    = errors.New("source over its rate limit")
 	errTruncated      = errors.New("extension datagram truncated")
 )
 

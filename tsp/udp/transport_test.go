@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/tsp"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -604,7 +605,8 @@ func TestReceiveWithoutControlMessages(t *testing.T) {
 		Prefix: netip.MustParsePrefix("10.0.0.0/24"), Broadcast: netip.MustParseAddr("10.0.0.255")}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	tr := &Transport{hostname: "me", networks: []Network{lan}, packets: make(chan Received, 1), log: log}
+	tr := &Transport{hostname: "me", networks: []Network{lan}, packets: make(chan Received, 1), log: log,
+		limiter: limit.NewLimiter(limit.Config{}), dropLog: limit.NewLogger(log, limit.LogConfig{})}
 	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
 	now := time.Now()
 	tr.receive(b, nil, false, netip.MustParseAddrPort("[::ffff:10.0.0.9]:525"), now)
@@ -616,3 +618,28 @@ func TestReceiveWithoutControlMessages(t *testing.T) {
 
 // TestMain fails the package if any test leaves a goroutine behind.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRateLimitBeforeDecode: a source over its rate is dropped before its
+// datagrams are decoded or queued, and another source is still heard.
+func TestRateLimitBeforeDecode(t *testing.T) {
+	lan := Network{Interface: "eth0", Index: 2, Addr: netip.MustParseAddr("10.0.0.5"),
+		Prefix: netip.MustParsePrefix("10.0.0.0/24"), Broadcast: netip.MustParseAddr("10.0.0.255")}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	tr := &Transport{hostname: "me", networks: []Network{lan}, packets: make(chan Received, 100), log: log,
+		limiter: limit.NewLimiter(limit.Config{Rate: 1, Burst: 2}), dropLog: limit.NewLogger(log, limit.LogConfig{})}
+	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
+	now := time.Now()
+	flooder, other := netip.MustParseAddrPort("10.0.0.9:525"), netip.MustParseAddrPort("10.0.0.9:526")
+	for range 50 {
+		tr.receive(b, nil, false, flooder, now)
+	}
+	tr.receive(b, nil, false, other, now)
+	st := tr.stats.snapshot()
+	if got := st.Dropped[DropRateLimited]; got != 48 {
+		t.Fatalf("rate limited %d of 50 (burst 2), want 48", got)
+	}
+	if len(tr.packets) != 3 {
+		t.Fatalf("%d delivered, want the flooder's burst of 2 and the other source's 1", len(tr.packets))
+	}
+}
