@@ -598,15 +598,21 @@ func TestDropReasonString(t *testing.T) {
 	}
 }
 
-// TestReceiveWithoutControlMessages: with no timestamp or IP_PKTINFO from
-// the kernel, a datagram is still delivered, stamped with the read time.
-func TestReceiveWithoutControlMessages(t *testing.T) {
+// socketlessTransport is a Transport with no socket, serving one LAN, for
+// tests that call receive directly.
+func socketlessTransport(queue int, rl limit.Config) (*Transport, Network) {
 	lan := Network{Interface: "eth0", Index: 2, Addr: netip.MustParseAddr("10.0.0.5"),
 		Prefix: netip.MustParsePrefix("10.0.0.0/24"), Broadcast: netip.MustParseAddr("10.0.0.255")}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	tr := &Transport{hostname: "me", networks: []Network{lan}, packets: make(chan Received, 1), log: log,
-		limiter: limit.NewLimiter(limit.Config{}), dropLog: limit.NewLogger(log, limit.LogConfig{})}
+	return &Transport{hostname: "me", networks: []Network{lan}, packets: make(chan Received, queue), log: log,
+		limiter: limit.NewLimiter(rl), dropLog: limit.NewLogger(log, limit.LogConfig{})}, lan
+}
+
+// TestReceiveWithoutControlMessages: with no timestamp or IP_PKTINFO from
+// the kernel, a datagram is still delivered, stamped with the read time.
+func TestReceiveWithoutControlMessages(t *testing.T) {
+	tr, lan := socketlessTransport(1, limit.Config{})
 	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
 	now := time.Now()
 	tr.receive(b, nil, false, netip.MustParseAddrPort("[::ffff:10.0.0.9]:525"), now)
@@ -622,12 +628,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestRateLimitBeforeDecode: a source over its rate is dropped before its
 // datagrams are decoded or queued, and another source is still heard.
 func TestRateLimitBeforeDecode(t *testing.T) {
-	lan := Network{Interface: "eth0", Index: 2, Addr: netip.MustParseAddr("10.0.0.5"),
-		Prefix: netip.MustParsePrefix("10.0.0.0/24"), Broadcast: netip.MustParseAddr("10.0.0.255")}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	tr := &Transport{hostname: "me", networks: []Network{lan}, packets: make(chan Received, 100), log: log,
-		limiter: limit.NewLimiter(limit.Config{Rate: 1, Burst: 2}), dropLog: limit.NewLogger(log, limit.LogConfig{})}
+	tr, _ := socketlessTransport(100, limit.Config{Rate: 1, Burst: 2})
 	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
 	now := time.Now()
 	flooder, other := netip.MustParseAddrPort("10.0.0.9:525"), netip.MustParseAddrPort("10.0.0.9:526")
