@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,16 +202,12 @@ var knownRefused = map[string]string{
 // stricter): a key that other local users can read is no secret, and one
 // they can write lets them choose it. It is checked on the opened file.
 func LoadKeys(path string) (*Keyring, error) {
-	f, err := os.Open(path)
+	f, perm, err := openStat(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrKeyFile, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrKeyFile, err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+	if perm&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %w: %s has mode %04o: run chmod 600 %s", ErrKeyFile, ErrKeyFileMode, path, perm, path)
 	}
 	return ParseKeys(f, path)
