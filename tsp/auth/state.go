@@ -37,7 +37,7 @@ func readState(path string) ([]string, error) {
 	if perm&0o022 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o, writable by group or others: run chmod 600 %s", ErrState, path, perm, path)
 	}
-	var lines []string
+	lines := []string{} // not nil: the file exists
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())

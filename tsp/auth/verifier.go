@@ -28,8 +28,13 @@ type Verifier struct {
 
 	mu      sync.Mutex // guards what follows; held through Save's write
 	senders map[uint64]*entry
-	seq     uint64 // ticks once per accepted datagram: recency for eviction
-	closed  bool
+	// gone holds the saved ceilings of senders evicted since the last
+	// save: the file still has them, so a new entry for one of them may
+	// not accept past that ceiling until the file is written again. Its
+	// IDs are among the file's, so it holds at most max.
+	gone   map[uint64]uint64
+	seq    uint64 // ticks once per accepted datagram: recency for eviction
+	closed bool
 }
 
 // entry is what the verifier knows of one sender.
@@ -212,11 +217,17 @@ func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, now time.Time) error {
 				t.Sender, src, fmtNanos(d), way, v.window)
 		}
 	}
+	ceiling, stale := v.gone[t.Sender]
+	if stale && c > ceiling {
+		signal(v.wanted)
+		return drop(ReasonNotSaved, "first contact with sender %016x from %v, evicted since the last save: counter %d, the saved state has %d: passes once saved", t.Sender, src, c, ceiling)
+	}
+	delete(v.gone, t.Sender) // the entry carries the ceiling now
 	if len(v.senders) >= v.max {
 		v.evict()
 	}
 	v.seq++
-	v.senders[t.Sender] = &entry{last: c, seen: v.seq}
+	v.senders[t.Sender] = &entry{last: c, ceiling: ceiling, seen: v.seq}
 	if v.path != "" {
 		signal(v.wanted)
 	}
@@ -240,16 +251,26 @@ func fmtNanos(d uint64) string {
 }
 
 // evict forgets the sender accepted least recently; called with v.mu.
-// That sender's next datagram is a first contact again.
+// That sender's next datagram is a first contact again. Its saved ceiling
+// is kept in gone until the next save.
 func (v *Verifier) evict() {
-	var oldest uint64
-	var seen uint64 = ^uint64(0)
-	for id, e := range v.senders {
-		if e.seen < seen {
-			oldest, seen = id, e.seen
+	var oldest *entry
+	var id uint64
+	for i, e := range v.senders {
+		if oldest == nil || e.seen < oldest.seen {
+			id, oldest = i, e
 		}
 	}
-	delete(v.senders, oldest)
+	if oldest == nil {
+		return
+	}
+	delete(v.senders, id)
+	if oldest.ceiling != 0 {
+		if v.gone == nil {
+			v.gone = map[uint64]uint64{}
+		}
+		v.gone[id] = oldest.ceiling
+	}
 }
 
 // Len is the number of senders in the replay table.
@@ -330,5 +351,6 @@ func (v *Verifier) write(ceil func(*entry) uint64) error {
 	for i, r := range rows {
 		r.e.ceiling = ceilings[i]
 	}
+	v.gone = nil // the file has only the senders in the table now
 	return nil
 }
