@@ -150,7 +150,7 @@ func (s *Signer) Sign(packet []byte, now time.Time) ([]byte, error) {
 		return nil, fmt.Errorf("auth: sign: %w", ErrClosed)
 	}
 	c := s.next(now)
-	if s.path != "" && c+s.reserve/2 > s.saved {
+	if s.path != "" && satAdd(c, s.reserve/2) > s.saved {
 		signal(s.wanted)
 	}
 	s.mu.Unlock()
