@@ -106,6 +106,8 @@ FUZZTIME ?= 3m
 fuzz:
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshalExt$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp/auth -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp/auth -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./clocksync -run '^$$' -fuzz '^FuzzProbeUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring/live -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime $(FUZZTIME)
