@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/tsp/auth"
 )
 
 // DefaultPath is where the daemon looks for its file when --config is not
@@ -63,6 +64,20 @@ type Config struct {
 	// master eligibility and trusted list) for the election machine.
 	Election election.Config
 	Sync     Sync
+	Auth     Auth
+}
+
+// Auth are the keyed-authentication settings (tsp/auth). Off by default,
+// so that BSD daemons, which cannot sign, keep working.
+type Auth struct {
+	Mode          auth.Mode      // off | optional | required
+	KeyFile       string         // chrony-format key file; needed unless Mode is off
+	SignKey       uint32         // key ID to sign with; 0: the lowest in the file
+	UnsignedPeers []netip.Prefix // optional: the BSD hosts whose unsigned packets are accepted
+	// Window is the first-contact timestamp window; 0: tsp/auth's
+	// default, negative: no check.
+	Window   time.Duration
+	StateDir string // where replay state survives restarts; empty: nothing kept
 }
 
 // Sync are the clock-synchronisation settings.
@@ -155,6 +170,12 @@ func AddFlags(fs *pflag.FlagSet) {
 		fs.String(k.key, "", k.usage+" (Go duration; default from --profile or the clock settings)")
 	}
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
+	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
+	fs.String("auth-keys", "", "key file, chrony's format (ID TYPE KEY), readable by its owner only")
+	fs.Uint32("auth-sign-key", 0, "ID of the key to sign with (default: the lowest in the file)")
+	fs.StringSlice("unsigned-peers", nil, "with --auth optional: addresses or CIDRs (BSD hosts) whose unsigned packets are accepted")
+	fs.String("auth-window", "", "first-contact timestamp window (Go duration; default 1h; 0 turns the check off)")
+	fs.String("state-dir", "", "directory for state kept across restarts (replay protection); the unit sets /var/lib/timed")
 }
 
 // Load reads the configuration with flags > environment > file > defaults.
@@ -259,6 +280,7 @@ func fromViper(v *viper.Viper) (*Config, error) {
 		}
 	}
 	c.Sync.FrequencyDiscipline = getBool("frequency-discipline")
+	c.Auth = authSettings(v, bad)
 
 	for _, k := range durationKeys {
 		raw := strings.TrimSpace(v.GetString(k.key))
@@ -372,6 +394,8 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"peers": strings.Join(c.Peers, ","), "clock": c.Clock, "control-socket": c.ControlSocket,
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
 		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline),
+		"auth": c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
+		"unsigned-peers": joinPrefixes(c.Auth.UnsignedPeers), "auth-window": c.Auth.Window.String(), "state-dir": c.Auth.StateDir,
 	}
 	for _, k := range durationKeys {
 		values[k.key] = k.field(c).String()
@@ -405,4 +429,45 @@ func joinPrefixes(ps []netip.Prefix) string {
 		s[i] = p.String()
 	}
 	return strings.Join(s, ",")
+}
+
+// authSettings reads the auth keys; each bad value is reported with its
+// key and what is accepted.
+func authSettings(v *viper.Viper, bad func(key, value, accepted string, err error)) Auth {
+	var a Auth
+	mode, err := auth.ParseMode(v.GetString("auth"))
+	if err != nil {
+		bad("auth", v.GetString("auth"), "off, optional or required", nil)
+	}
+	a.Mode = mode
+	a.KeyFile = v.GetString("auth-keys")
+	if a.Mode != auth.Off && a.KeyFile == "" {
+		bad("auth-keys", "", "a key file when auth is "+a.Mode.String(), nil)
+	}
+	id, err := cast.ToUint32E(v.Get("auth-sign-key"))
+	if err != nil {
+		bad("auth-sign-key", v.GetString("auth-sign-key"), "a key ID from 0 to 4294967295", nil)
+	}
+	a.SignKey = id
+	for _, p := range list(v.Get("unsigned-peers")) {
+		pfx, err := auth.ParsePeer(p)
+		if err != nil {
+			bad("unsigned-peers", p, "an IPv4 address or CIDR", err)
+			continue
+		}
+		a.UnsignedPeers = append(a.UnsignedPeers, pfx)
+	}
+	if raw := strings.TrimSpace(v.GetString("auth-window")); raw != "" {
+		d, err := time.ParseDuration(raw)
+		switch {
+		case err != nil || d < 0:
+			bad("auth-window", raw, "a Go duration ≥ 0 (0 turns the first-contact check off)", nil)
+		case d == 0:
+			a.Window = auth.NoWindow
+		default:
+			a.Window = d
+		}
+	}
+	a.StateDir = v.GetString("state-dir")
+	return a
 }

@@ -70,10 +70,11 @@ type attackCluster struct {
 
 func newAttackCluster(t *testing.T, extra ...string) *attackCluster {
 	t.Helper()
-	c := newClusterPeers(t, make([]time.Duration, 3), func(_ int, peers string) []string {
+	states := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	c := newClusterPeers(t, make([]time.Duration, 3), func(i int, peers string) []string {
 		args := []string{"-M", "--clock", "sim:offset=0us,drift=0ppm"}
 		for _, e := range extra {
-			args = append(args, strings.ReplaceAll(e, "$PEERS", peers))
+			args = append(args, strings.NewReplacer("$PEERS", peers, "$STATE", states[i]).Replace(e))
 		}
 		return args
 	})

@@ -52,11 +52,12 @@ type Daemon struct {
 	cancelRound context.CancelFunc
 	rounds      sync.WaitGroup
 
-	st       status             // what `timedc status` shows; owned by the loop
-	ring     *live.Runner       // live ring elections (ring.go); owned by the loop
-	quit     context.CancelFunc // ends Run (control socket's quit)
-	trustGen uint64             // the -F list in force; older retries stop
-	admins   adminSources       // who may send admin packets (admin.go)
+	st        status             // what `timedc status` shows; owned by the loop
+	ring      *live.Runner       // live ring elections (ring.go); owned by the loop
+	quit      context.CancelFunc // ends Run (control socket's quit)
+	trustGen  uint64             // the -F list in force; older retries stop
+	admins    adminSources       // who may send admin packets (admin.go)
+	stateLock *os.File           // the state directory's lock (auth.go), held until closeResources
 }
 
 // Options are what a caller may supply instead of the defaults.
@@ -125,6 +126,10 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	if err != nil {
 		return nil, err
 	}
+	signer, verifier, err := d.authParts(cfg.Auth)
+	if err != nil {
+		return nil, err
+	}
 	d.tr, err = udp.Listen(udp.Config{
 		Port:       cfg.Port,
 		Interfaces: cfg.Interfaces,
@@ -133,9 +138,11 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		Peers:      peers,
 		Hostname:   d.hostname,
 		Logger:     log.WithField("component", "tsp"),
+		Signer:     signer,
+		Verifier:   verifier,
 	})
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, signer.Close(), verifier.Close())
 	}
 	// Each network gets a runtime of its own, but only the first is
 	// served: BSD's submaster role across several is not built yet.
@@ -230,6 +237,9 @@ func (d *Daemon) closeResources() {
 	}
 	if d.icmp != nil {
 		errs = append(errs, d.icmp.Close())
+	}
+	if d.stateLock != nil {
+		errs = append(errs, d.stateLock.Close()) // after the transport saved the auth state
 	}
 	if err := errors.Join(errs...); err != nil {
 		d.log.WithError(err).Warn("closing")

@@ -54,6 +54,7 @@ func (d *Daemon) reload(next *config.Config) error {
 	oe.Trusted, ne.Trusted = nil, nil
 	check("timers", oe, ne)
 	check("sync settings", old.Sync, next.Sync)
+	check("auth settings", old.Auth, next.Auth)
 
 	// Keep the values that were not applied, so the next reload compares
 	// against what is really running.

@@ -149,6 +149,9 @@ func (d *Daemon) snapshot() *control.Status {
 	for r, n := range ts.Dropped {
 		st.Drops[r.String()] = n
 	}
+	for r, n := range ts.Auth {
+		st.Drops["auth "+r.String()] = n
+	}
 	if s.unknownTypes > 0 {
 		st.Drops["unknown type"] = s.unknownTypes
 	}

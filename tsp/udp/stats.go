@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/auth"
 )
 
 // DropReason says why the receiver dropped a datagram. The first five are
@@ -21,11 +22,12 @@ const (
 	DropMalformed                        // any other decode error (none today)
 	DropBadName                          // a name that is not a printable host name
 	DropRateLimited                      // its source (or all sources together) over the rate limit
+	DropAuth                             // refused by authentication (Stats.Auth says why)
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
-	"short", "bad version", "no NUL", "unknown network", "own echo", "bad extension", "queue full", "malformed", "bad name", "rate limited",
+	"short", "bad version", "no NUL", "unknown network", "own echo", "bad extension", "queue full", "malformed", "bad name", "rate limited", "auth",
 }
 
 func (r DropReason) String() string {
@@ -44,6 +46,7 @@ type Stats struct {
 	ReceivedExt map[tsp.ExtKind]uint64
 	SentExt     map[tsp.ExtKind]uint64
 	Dropped     map[DropReason]uint64
+	Auth        map[auth.Reason]uint64 // the DropAuth drops by reason
 	ReadErrors  uint64
 	SendErrors  uint64
 }
@@ -52,6 +55,7 @@ type Stats struct {
 type counters struct {
 	recv, sent, recvExt, sentExt [256]atomic.Uint64
 	dropped                      [numDropReasons]atomic.Uint64
+	auth                         [auth.NumReasons]atomic.Uint64
 	readErrors, sendErrors       atomic.Uint64
 }
 
@@ -62,6 +66,7 @@ func (c *counters) snapshot() Stats {
 		ReceivedExt: map[tsp.ExtKind]uint64{},
 		SentExt:     map[tsp.ExtKind]uint64{},
 		Dropped:     map[DropReason]uint64{},
+		Auth:        map[auth.Reason]uint64{},
 		ReadErrors:  c.readErrors.Load(),
 		SendErrors:  c.sendErrors.Load(),
 	}
@@ -73,6 +78,9 @@ func (c *counters) snapshot() Stats {
 	}
 	for i := range numDropReasons {
 		put(s.Dropped, i, c.dropped[i].Load())
+	}
+	for i := range auth.NumReasons {
+		put(s.Auth, i, c.auth[i].Load())
 	}
 	return s
 }

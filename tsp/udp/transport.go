@@ -17,6 +17,7 @@ import (
 	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/internal/sockopt"
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/auth"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
@@ -63,6 +64,13 @@ type Config struct {
 	// datagram passes before it is even decoded (zero fields: limit's
 	// defaults). A flood is dropped here, at the cost of a map lookup.
 	RateLimit limit.Config
+	// Signer signs every datagram sent, Verifier checks every one
+	// received (tsp/auth); nil: off, as BSD. The transport saves their
+	// state every auth save interval and when they ask, and closes them
+	// when it closes.
+	Signer       *auth.Signer
+	Verifier     *auth.Verifier
+	SaveInterval time.Duration // 0: auth.DefaultSaveInterval
 
 	// onDatagram, for tests in this package, runs on the reader goroutine
 	// after each datagram has been delivered or counted as dropped, so a
@@ -109,6 +117,9 @@ type Transport struct {
 	stats     counters
 	limiter   *limit.Limiter
 	dropLog   *limit.Logger // drop lines: one per reason and source a minute
+	signer    *auth.Signer
+	verifier  *auth.Verifier
+	saverDone chan struct{} // closed when the auth state saver has exited
 
 	onDatagram func()
 }
@@ -184,6 +195,8 @@ func Listen(cfg Config) (*Transport, error) {
 		done:     make(chan struct{}),
 		limiter:  limit.NewLimiter(cfg.RateLimit),
 		dropLog:  limit.NewLogger(log, limit.LogConfig{}),
+		signer:   cfg.Signer,
+		verifier: cfg.Verifier,
 
 		onDatagram: cfg.onDatagram,
 	}
@@ -191,6 +204,8 @@ func Listen(cfg Config) (*Transport, error) {
 		log.WithField("network", n.String()).Debug("tsp: serving network")
 	}
 	go t.readLoop()
+	t.saverDone = make(chan struct{})
+	go t.saveAuthState(cfg.SaveInterval)
 	return t, nil
 }
 
@@ -259,9 +274,51 @@ func (t *Transport) Stats() Stats { return t.stats.snapshot() }
 // Close closes the socket and returns once the reader goroutine has
 // exited and Packets() is closed. It may be called more than once.
 func (t *Transport) Close() error {
-	t.closeOnce.Do(func() { t.closeErr = t.conn.Close() })
+	t.closeOnce.Do(func() {
+		t.closeErr = t.conn.Close()
+		<-t.done
+		if t.saverDone != nil {
+			<-t.saverDone
+		}
+		// After the last send and receive: the exact counters go to disk.
+		t.closeErr = errors.Join(t.closeErr, t.signer.Close(), t.verifier.Close())
+	})
 	<-t.done
 	return t.closeErr
+}
+
+// saveAuthState writes the signer's and verifier's state every interval
+// and whenever either asks (its counters near what was saved), until the
+// reader exits. Without auth there is nothing to do.
+func (t *Transport) saveAuthState(interval time.Duration) {
+	defer close(t.saverDone)
+	if t.signer == nil && t.verifier == nil {
+		return
+	}
+	if interval <= 0 {
+		interval = auth.DefaultSaveInterval
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var sw, vw <-chan struct{}
+	if t.signer != nil {
+		sw = t.signer.SaveWanted()
+	}
+	if t.verifier != nil {
+		vw = t.verifier.SaveWanted()
+	}
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		case <-sw:
+		case <-vw:
+		}
+		if err := errors.Join(t.signer.Save(), t.verifier.Save()); err != nil {
+			t.log.WithError(err).Error("tsp: saving the auth replay state")
+		}
+	}
 }
 
 // Send unicasts p. The caller sets Type, Seq, Time and HopCount; an empty
@@ -331,7 +388,7 @@ func (t *Transport) encode(p *tsp.Packet) ([]byte, error) {
 	if q.Version == 0 {
 		q.Version = tsp.Version
 	}
-	return q.Marshal()
+	return t.sign(q.Marshal())
 }
 
 func (t *Transport) encodeExt(e *tsp.ExtPacket) ([]byte, error) {
@@ -339,7 +396,16 @@ func (t *Transport) encodeExt(e *tsp.ExtPacket) ([]byte, error) {
 	if q.Name == "" {
 		q.Name = t.hostname
 	}
-	return q.Marshal()
+	return t.sign(q.Marshal())
+}
+
+// sign appends the auth trailer (nothing without a signer): a BSD
+// receiver reads the first 268 bytes and never sees it.
+func (t *Transport) sign(b []byte, err error) ([]byte, error) {
+	if err != nil || t.signer == nil {
+		return b, err
+	}
+	return t.signer.Sign(b, time.Now())
 }
 
 func (t *Transport) broadcastAll(b []byte, sent *atomic.Uint64) error {
@@ -421,6 +487,21 @@ func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, 
 		t.stats.dropped[DropRateLimited].Add(1)
 		t.logDrop(DropRateLimited, r, len(b), errRateLimited, now)
 		return
+	}
+	// Then authentication, before the packet is decoded.
+	if t.verifier == nil {
+		if p, _, err := auth.Split(b); err == nil {
+			b = p // a signer's trailer, which an unauthenticated receiver ignores
+		}
+	} else {
+		p, res, err := t.verifier.Check(r.From, b, time.Now())
+		if res == auth.Bad {
+			t.stats.dropped[DropAuth].Add(1)
+			t.stats.auth[auth.ReasonOf(err)].Add(1)
+			t.logDrop(DropAuth, r, len(b), err, now)
+			return
+		}
+		b = p
 	}
 	var cm ipv4.ControlMessage
 	if cm.Parse(oob) == nil {
