@@ -29,6 +29,7 @@ func clockdiffCmd(o *options) *cobra.Command {
 				return err
 			}
 			defer conn.Close()
+			conn.Signer = o.signer
 			probe := clocksync.NewProbeClient(conn, clock, ownName(), clocksync.ProbeConfig{})
 			served := make(chan struct{})
 			go func() {

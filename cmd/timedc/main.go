@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timed-project/timed/config"
+	"github.com/timed-project/timed/tsp/auth"
 )
 
 // options shared by every command.
@@ -27,6 +28,10 @@ type options struct {
 	controlSocket string
 	out           io.Writer
 	prompting     bool // inside the interactive loop
+
+	authKeys    string       // key file to sign with (auth.go)
+	authSignKey uint32       // key ID to sign with; 0: the lowest
+	signer      *auth.Signer // nil: send unsigned
 }
 
 // version is set at build time (make build: -X main.version=…).
@@ -63,6 +68,9 @@ func newRoot(opts *options) *cobra.Command {
 	root.PersistentFlags().IntVar(&opts.port, "port", opts.port, "UDP port of the daemons (a host may also be given as host:port)")
 	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", opts.timeout, "how long to wait for answers (default: BSD's, per command)")
 	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status)")
+	root.PersistentFlags().StringVar(&opts.authKeys, "auth-keys", opts.authKeys, "key file to sign with, for daemons with --auth (default: TIMED_AUTH_KEYS, or the daemon's configuration)")
+	root.PersistentFlags().Uint32Var(&opts.authSignKey, "auth-sign-key", opts.authSignKey, "ID of the key to sign with (default: the lowest)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return opts.setupAuth() }
 	root.SetOut(opts.out)
 	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), clockdiffCmd(opts), ringCmd(opts),
 		&cobra.Command{Use: "quit", Short: "exit timedc", Aliases: []string{"exit"}, RunE: func(*cobra.Command, []string) error { return errQuit }})

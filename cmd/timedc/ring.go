@@ -104,7 +104,7 @@ func ringElect(o *options, host, alg string, unit time.Duration) (*live.Result, 
 		return nil, err
 	}
 	var res *live.Result
-	err = roundTrip(context.Background(), addr, b, o.wait(90*time.Second), func(d []byte) bool {
+	err = o.roundTrip(context.Background(), addr, b, o.wait(90*time.Second), func(d []byte) bool {
 		e, err := tsp.UnmarshalExt(d)
 		if err != nil {
 			return false

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/auth"
 )
 
 // resolve turns "host" or "host:port" into a UDP address, the port
@@ -41,7 +42,7 @@ func ownName() string {
 // exchange sends p to addr and, if want is not nil, waits until wait has
 // passed for a reply that want accepts. Replies it does not want are
 // skipped, like BSD's timedc does with stray packets.
-func exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Duration, want func(tsp.Packet) bool) (tsp.Packet, error) {
+func (o *options) exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Duration, want func(tsp.Packet) bool) (tsp.Packet, error) {
 	b, err := p.Marshal()
 	if err != nil {
 		return tsp.Packet{}, err
@@ -58,7 +59,7 @@ func exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Du
 			return true
 		}
 	}
-	if err := roundTrip(ctx, addr, b, wait, accept); err != nil {
+	if err := o.roundTrip(ctx, addr, b, wait, accept); err != nil {
 		return tsp.Packet{}, err
 	}
 	return reply, nil
@@ -67,7 +68,7 @@ func exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Du
 // roundTrip sends one datagram from a fresh socket and, if accept is not
 // nil, reads the answers from addr's host until accept takes one or wait
 // (or ctx) runs out.
-func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Duration, accept func([]byte) bool) error {
+func (o *options) roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Duration, accept func([]byte) bool) error {
 	open := func() (*net.UDPConn, error) { return net.ListenUDP("udp4", nil) }
 	if needsReservedPort(b) {
 		open = listenReserved
@@ -77,6 +78,9 @@ func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Durat
 		return err
 	}
 	defer conn.Close()
+	if b, err = o.sign(b); err != nil {
+		return err
+	}
 	if _, err := conn.WriteToUDP(b, addr); err != nil {
 		return fmt.Errorf("send to %v: %w", addr, err)
 	}
@@ -100,7 +104,11 @@ func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Durat
 			}
 			return fmt.Errorf("communication error with %v: %w", addr, err)
 		}
-		if from.IP.Equal(addr.IP) && accept(buf[:n]) {
+		d := buf[:n]
+		if p, _, err := auth.Split(d); err == nil {
+			d = p // a signed answer: timedc reads it, the trailer aside
+		}
+		if from.IP.Equal(addr.IP) && accept(d) {
 			return nil
 		}
 	}
@@ -162,7 +170,7 @@ func msite(ctx context.Context, o *options, host string) (string, error) {
 		return "", err
 	}
 	p := tsp.Packet{Type: tsp.MSite, Version: tsp.Version, Name: ownName()}
-	reply, err := exchange(ctx, addr, p, o.wait(15*time.Second), func(r tsp.Packet) bool { return r.Type == tsp.Ack })
+	reply, err := o.exchange(ctx, addr, p, o.wait(15*time.Second), func(r tsp.Packet) bool { return r.Type == tsp.Ack })
 	if err != nil {
 		return "", err
 	}
@@ -195,7 +203,7 @@ func traceCmd(o *options) *cobra.Command {
 			}
 			seq := uint16(time.Now().UnixNano())
 			p := tsp.Packet{Type: typ, Version: tsp.Version, Seq: seq, Name: ownName()}
-			if _, err := exchange(cmd.Context(), addr, p, o.wait(5*time.Second),
+			if _, err := o.exchange(cmd.Context(), addr, p, o.wait(5*time.Second),
 				func(r tsp.Packet) bool { return r.Type == tsp.Ack && r.Seq == seq }); err != nil {
 				return err
 			}
@@ -216,7 +224,7 @@ func electionCmd(o *options) *cobra.Command {
 				addr, err := o.resolve(h)
 				if err == nil {
 					// TEST has no reply (BSD); a send error is all we can see.
-					_, err = exchange(cmd.Context(), addr, tsp.Packet{Type: tsp.Test, Version: tsp.Version, Name: ownName()}, 0, nil)
+					_, err = o.exchange(cmd.Context(), addr, tsp.Packet{Type: tsp.Test, Version: tsp.Version, Name: ownName()}, 0, nil)
 				}
 				return "election requested at " + h, map[string]any{"sent": err == nil}, err
 			})
