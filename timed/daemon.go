@@ -19,6 +19,7 @@ import (
 	"github.com/timed-project/timed/config"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/election/ring/live"
+	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/udp"
@@ -58,6 +59,10 @@ type Daemon struct {
 	trustGen  uint64             // the -F list in force; older retries stop
 	admins    adminSources       // who may send admin packets (admin.go)
 	stateLock *os.File           // the state directory's lock (auth.go), held until closeResources
+	// Lines about what others sent are rate-limited: refusals of the
+	// election machine once a minute per kind and source, refused admin
+	// packets once per source; both flushed with their counts (flushLogs).
+	refusedLog, refusedOnce *limit.Logger
 }
 
 // Options are what a caller may supply instead of the defaults.
@@ -185,6 +190,8 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		return nil, err
 	}
 	d.roundCtx, d.cancelRound = context.WithCancel(context.Background())
+	d.refusedLog = limit.NewLogger(log, limit.LogConfig{})
+	d.refusedOnce = limit.NewLogger(log, limit.LogConfig{Once: true})
 	d.ring = newRingRunner(d)
 	d.st.init(d)
 	if err := d.applyTrusted(cfg.Trusted); err != nil {
@@ -293,6 +300,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, rt := range d.runtimes {
 		rt.step(election.Start{}, time.Time{})
 	}
+	d.flushLogs()
 	notifyReady(d)
 	watchdog := newWatchdog()
 	defer watchdog.Stop()
