@@ -164,6 +164,7 @@
 //   - The answer delay before ACCEPT and SLAVEUP (delay1) is drawn for
 //     each answer, not once per daemon.
 //   - The automatic answers of readmsg (ACK, MASTERACK) are sent by the
-//     state handlers of the election types only; TRACEON, TRACEOFF and
-//     MSITEREQ are the runtime's.
+//     state handlers of the election types, MSITEREQ's included; TRACEON,
+//     TRACEOFF, MSITE and SETDATE are the runtime's. Replies is the whole
+//     table, BSD's answer beside ours.
 package election

@@ -892,6 +892,9 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 	switch p.Type {
 	case tsp.MasterReq, tsp.Resolve:
 		m.reply(tsp.MasterAck, p, peer.Addr)
+	case tsp.MSiteReq:
+		// A BSD slave asking for timedc msite (BSD masterack).
+		m.reply(tsp.Ack, p, peer.Addr)
 	case tsp.SlaveUp:
 		s := m.addSlave(p, peer)
 		if s == nil {
