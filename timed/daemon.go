@@ -173,7 +173,7 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	d.measurer = d.probe
 	if icmp, err := clocksync.NewICMPMeasurer(d.clock, clocksync.ICMPConfig{}); err == nil {
 		d.icmp = icmp
-		d.measurer = fallbackMeasurer{probe: d.probe, icmp: icmp, ours: &sync.Map{}}
+		d.measurer = newFallbackMeasurer(d.probe, icmp)
 	} else {
 		log.WithError(err).Info("ICMP timestamps unavailable: only daemons answering the probe can be measured")
 	}
@@ -257,32 +257,6 @@ func (d *Daemon) closeResources() {
 type extSender struct{ tr *udp.Transport }
 
 func (s extSender) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error { return s.tr.SendExt(&p, to) }
-
-// fallbackMeasurer asks with the probe first (our daemons answer it with
-// nanosecond stamps) and falls back to ICMP timestamps (BSD daemons, ms)
-// only for hosts that have never answered a probe: ICMP is answered by the
-// kernel, which for one of our daemons on a simulated clock (or after a
-// probe merely got lost) is not the clock being synchronised.
-type fallbackMeasurer struct {
-	probe, icmp clocksync.Measurer
-	ours        *sync.Map // netip.AddrPort → struct{}: hosts that answered a probe
-}
-
-func (f fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (clocksync.Measurement, error) {
-	m, err := f.probe.Measure(ctx, host)
-	if err == nil {
-		f.ours.Store(host, struct{}{})
-		return m, nil
-	}
-	if _, ours := f.ours.Load(host); ours || ctx.Err() != nil {
-		return m, err
-	}
-	m, ierr := f.icmp.Measure(ctx, host)
-	if ierr != nil {
-		return m, fmt.Errorf("probe: %w; icmp: %w", err, ierr)
-	}
-	return m, nil
-}
 
 // Run runs the daemon until ctx is cancelled, then stops within a second:
 // it tells the machine to stop, ends measurements in flight and closes the
