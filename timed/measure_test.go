@@ -38,7 +38,7 @@ func TestFallbackMeasurerRemembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := 1 + rounds/reprobeEvery; probe.calls[bsd] != want {
+	if want := 1 + (rounds-1)/reprobeEvery; probe.calls[bsd] != want {
 		t.Errorf("BSD host probed %d times in %d rounds, want %d (first, then every %d)", probe.calls[bsd], rounds, want, reprobeEvery)
 	}
 	if icmp.calls[bsd] != rounds {
