@@ -1,6 +1,8 @@
 package timed
 
 import (
+	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +196,44 @@ func TestAlarmMetrics(t *testing.T) {
 	step(d, control.Request{ToNetwork: true})
 	if v := metricValue(t, d.metrics.alarm); v != 0 {
 		t.Fatalf("timed_alarm %v after the operator's step", v)
+	}
+}
+
+// TestAlarmInSystemdStatus: systemd's status line says ALARM while the
+// alarm is on, with the offset of the last correction, and no more once
+// it is off.
+func TestAlarmInSystemdStatus(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", path)
+	next := func() string {
+		t.Helper()
+		if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4096)
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("no status sent: %v", err)
+		}
+		return string(buf[:n])
+	}
+	d, src, _, _ := alarmDaemon(t, 5000*time.Second)
+	d.applySetTime(src.Now(), 0, "master")
+	if got := next(); !strings.Contains(got, "ALARM: clock +5000.000s from network time") {
+		t.Fatalf("status %q, want the alarm", got)
+	}
+	src.advance(time.Second)
+	d.applySetTime(src.Now(), 0, "master") // moved: the offset changed
+	if got := next(); !strings.Contains(got, "ALARM: clock +4000.000s") {
+		t.Fatalf("status %q, want the alarm at 4000 s", got)
+	}
+	step(d, control.Request{ToNetwork: true})
+	if got := next(); strings.Contains(got, "ALARM") {
+		t.Fatalf("status %q after the step, want no alarm", got)
 	}
 }
