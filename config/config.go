@@ -85,6 +85,9 @@ type Sync struct {
 	StepThreshold       time.Duration // corrections at or above are sent as SETTIME (BSD 20 s)
 	MaxStep             time.Duration // corrections above are refused, never applied
 	FrequencyDiscipline bool          // slaves correct their frequency, not only their offset
+	// MaxSourceInfluence bounds how far one disagreeing host can move the
+	// master's network time in a round; 0: no bound (BSD).
+	MaxSourceInfluence time.Duration
 }
 
 // profiles are the timer defaults a run starts from: BSD's values, or the
@@ -136,6 +139,7 @@ var durationKeys = []durationKey{
 	{"ack-timeout", "first retransmission delay of a reliable send; doubles for 5 copies (BSD 200ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return ackTimeout(c) }},
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
 	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
+	{"max-source-influence", "most one host can move the master's network time in a round; 0: no bound, as BSD (50ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxSourceInfluence }},
 }
 
 // ackTimeout is the first element of the retransmission schedule, the one
@@ -224,7 +228,9 @@ func fromViper(v *viper.Viper) (*Config, error) {
 		defaults = election.DefaultConfig
 	}
 	c.Election = defaults("")
-	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second}
+	// 50 ms is clocksync.DefaultMaxSourceInfluence: one host alone never
+	// makes the master step.
+	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: 50 * time.Millisecond}
 
 	c.MayBeMaster = getBool("master")
 	c.Trusted = list(v.Get("trusted"))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -266,12 +265,7 @@ func TestPrivilegeErrors(t *testing.T) {
 // TestMetrics: with --metrics-listen the daemon serves Prometheus metrics
 // named by Prometheus conventions; without it, nothing listens.
 func TestMetrics(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeTCPAddr(t)
 	c := newCluster(t, fiveOffsets[:2], func(i int) []string {
 		if i == 0 {
 			return []string{"-M", "--metrics-listen", addr}
@@ -293,7 +287,7 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`timed_state{state="`, "timed_elections_total", `timed_packets_total{direction="rx",type="MASTERREQ"}`,
 		`timed_packets_total{direction="tx",type="MASTERREQ"}`, "timed_dropped_packets_total", "timed_offset_seconds",
-		"go_goroutines", "process_cpu_seconds_total",
+		"\ntimed_alarm 0\n", "\ntimed_corrections_refused_total 0\n", "go_goroutines", "process_cpu_seconds_total",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

@@ -1,7 +1,8 @@
 // Command timedc is the admin tool of timed. Its BSD commands (msite,
 // trace, election, clockdiff) speak TSP over UDP exactly as BSD's timedc
-// does, so they work against BSD daemons too; `status` reads the local
-// daemon's control socket. Without arguments it prompts, like BSD's.
+// does, so they work against BSD daemons too; `status` and `step` speak to
+// the local daemon's control socket. Without arguments it prompts, like
+// BSD's.
 package main
 
 import (
@@ -39,7 +40,9 @@ var version = "dev"
 
 func main() {
 	opts := &options{out: safeWriter{os.Stdout}, port: 525, controlSocket: config.DefaultControlSocket}
-	if err := newRoot(opts).Execute(); err != nil {
+	root := newRoot(opts)
+	root.SetArgs(negativesAsArguments(os.Args[1:]))
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(safeWriter{os.Stderr}, "timedc:", err)
 		os.Exit(1)
 	}
@@ -67,12 +70,12 @@ func newRoot(opts *options) *cobra.Command {
 	root.PersistentFlags().BoolVar(&opts.json, "json", opts.json, "print results as JSON")
 	root.PersistentFlags().IntVar(&opts.port, "port", opts.port, "UDP port of the daemons (a host may also be given as host:port)")
 	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", opts.timeout, "how long to wait for answers (default: BSD's, per command)")
-	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status)")
+	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, step)")
 	root.PersistentFlags().StringVar(&opts.authKeys, "auth-keys", opts.authKeys, "key file to sign with, for daemons with --auth (default: TIMED_AUTH_KEYS, or the daemon's configuration)")
 	root.PersistentFlags().Uint32Var(&opts.authSignKey, "auth-sign-key", opts.authSignKey, "ID of the key to sign with (default: the lowest)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return opts.setupAuth() }
 	root.SetOut(opts.out)
-	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), clockdiffCmd(opts), ringCmd(opts),
+	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), stepCmd(opts), clockdiffCmd(opts), ringCmd(opts),
 		&cobra.Command{Use: "quit", Short: "exit timedc", Aliases: []string{"exit"}, RunE: func(*cobra.Command, []string) error { return errQuit }})
 	return root
 }
@@ -103,7 +106,7 @@ func interactive(base *options, in io.Reader) error {
 		opts := *base
 		opts.prompting = true
 		root := newRoot(&opts)
-		root.SetArgs(args)
+		root.SetArgs(negativesAsArguments(args))
 		if err := root.Execute(); err != nil {
 			if errors.Is(err, errQuit) {
 				return failed

@@ -39,6 +39,12 @@ func statusCmd(o *options) *cobra.Command {
 
 func printStatus(o *options, s *control.Status) error {
 	var b strings.Builder
+	if a := s.Alarm; a != nil {
+		// First, so that no one reads past it.
+		fmt.Fprintf(&b, "ALARM since %s: clock %+.3f s from network time, beyond max-step %s; it moves back by max-step a round at most, "+
+			"%d corrections refused; `timedc step --to-network` steps it now\n",
+			a.Since.Format(time.RFC3339), a.OffsetSecs, secs(a.MaxStepSecs), a.Refused)
+	}
 	fmt.Fprintf(&b, "%s is %s for %s", s.Hostname, s.State, secs(s.InStateSecs))
 	if s.Master != nil && s.State != "master" {
 		fmt.Fprintf(&b, "; master %s (%s)", s.Master.Name, s.Master.Address)
