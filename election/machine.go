@@ -496,12 +496,14 @@ const maxSeen = 4096
 // ---- receive ---------------------------------------------------------------
 
 func (m *Machine) recv(p tsp.Packet, from netip.AddrPort) {
-	if p.Name == m.cfg.Name {
-		return // our own broadcast, looped back
-	}
 	if p.Type == tsp.Test {
+		// timedc election: under this host's own name when run here, which
+		// BSD's readmsg lets through too.
 		m.forceElection()
 		return
+	}
+	if p.Name == m.cfg.Name {
+		return // our own broadcast, looped back
 	}
 	m.matchAnswer(p, from)
 	peer := Peer{Name: p.Name, Addr: from}
