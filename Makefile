@@ -52,7 +52,9 @@ unit:
 ## Needs a Docker engine and root (nsenter, iptables, tcpdump on the
 ## bridge). Every container and network of the run carries the label
 ## org.timed-project.e2e.run=$(E2E_RUN) and is removed at the end, whether
-## the tests passed, failed or were interrupted.
+## the tests passed, failed or were interrupted. The attacker of the
+## attack scenario, tests/e2e/attacker, is built into $(BIN)/tsp-attack and
+## bind-mounted into its container: it is not part of the image.
 ifndef E2E_RUN
 E2E_RUN     := $(shell od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 endif
@@ -60,14 +62,16 @@ E2E_IMAGE   ?= timed-e2e:latest
 E2E_TIMEOUT ?= 15m
 E2E_FIGURES  = /tmp/timed-e2e-$(E2E_RUN).figures
 E2E_LABEL    = org.timed-project.e2e.run=$(E2E_RUN)
+E2E_ATTACKER = $(abspath $(BIN))/tsp-attack
 e2e: build e2e-tools
 	@docker info >/dev/null 2>&1 || { echo "e2e: no Docker engine reachable (docker info failed)" >&2; exit 1; }
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(E2E_ATTACKER) ./tests/e2e/attacker
 	docker build -q -f deploy/Dockerfile -t $(E2E_IMAGE) $(BIN)
-	$(GO) vet -tags e2e ./tests/e2e
-	$(GO) run $(STATICCHECK) -tags e2e ./tests/e2e
+	$(GO) vet -tags e2e ./tests/e2e/...
+	$(GO) run $(STATICCHECK) -tags e2e ./tests/e2e/...
 	@trap '$(MAKE) --no-print-directory e2e-clean E2E_RUN=$(E2E_RUN)' EXIT; trap 'exit 130' INT TERM; \
 	status=0; \
-	TIMED_IMAGE=$(E2E_IMAGE) TIMED_E2E_RUN=$(E2E_RUN) TIMED_E2E_FIGURES=$(E2E_FIGURES) \
+	TIMED_IMAGE=$(E2E_IMAGE) TIMED_E2E_RUN=$(E2E_RUN) TIMED_E2E_FIGURES=$(E2E_FIGURES) TIMED_E2E_ATTACKER=$(E2E_ATTACKER) \
 		$(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./tests/e2e || status=$$?; \
 	echo; echo "== e2e figures (run $(E2E_RUN)) =="; cat $(E2E_FIGURES) 2>/dev/null || echo "(none recorded)"; \
 	rm -f $(E2E_FIGURES); exit $$status

@@ -33,7 +33,15 @@ type Host struct {
 	// Witness runs no timed, only an idle timedc prompt: a container whose
 	// kernel answers ICMP timestamps and nothing answers the probe.
 	Witness bool
-	Extra   []string // more daemon flags
+	// Entrypoint, for a witness, replaces the idle timedc prompt with
+	// another program that is not timed (the e2e suite's attacker).
+	Entrypoint []string
+	Extra      []string // more daemon flags
+	// Mounts are bind mounts, "source:target[:ro]" (a key file);
+	// Tmpfs are tmpfs mounts, "target[:options]" (a state directory,
+	// "/state:mode=0700"), gone with the container.
+	Mounts []string
+	Tmpfs  []string
 }
 
 // Spec is one network.
@@ -124,17 +132,23 @@ services:
 		fmt.Fprintf(&b, "  %s:\n", h.Name)
 		fmt.Fprintf(&b, "    image: %q\n", image)
 		fmt.Fprintf(&b, "    hostname: %s\n", h.Name)
-		if h.Witness {
+		switch {
+		case h.Witness && len(h.Entrypoint) > 0:
+			b.WriteString("    # no timed\n")
+			list(&b, "entrypoint", h.Entrypoint)
+		case h.Witness:
 			b.WriteString("    # no timed: an idle timedc prompt keeps the container (and its kernel's\n")
 			b.WriteString("    # ICMP timestamp answers) alive\n")
 			b.WriteString("    entrypoint: [\"/timedc\"]\n")
 			b.WriteString("    stdin_open: true\n")
-		} else {
+		default:
 			b.WriteString("    command:\n")
 			for _, a := range h.Args() {
 				fmt.Fprintf(&b, "      - %q\n", a)
 			}
 		}
+		list(&b, "volumes", h.Mounts)
+		list(&b, "tmpfs", h.Tmpfs)
 		b.WriteString("    cap_drop: [ALL]\n")
 		b.WriteString("    cap_add: [NET_BIND_SERVICE, NET_RAW]\n")
 		b.WriteString("    security_opt: [\"no-new-privileges:true\"]\n")
@@ -150,4 +164,15 @@ services:
       org.timed-project.e2e.run: %q
 `, run)
 	return []byte(b.String())
+}
+
+// list writes a service's list-valued key, unless the list is empty.
+func list(b *strings.Builder, key string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "    %s:\n", key)
+	for _, it := range items {
+		fmt.Fprintf(b, "      - %q\n", it)
+	}
 }

@@ -50,3 +50,27 @@ func TestArgs(t *testing.T) {
 		t.Errorf("args %q: -F implies -M, no need to pass it", got)
 	}
 }
+
+// TestMountsAndEntrypoint: a witness may run another program, and any
+// host may have bind and tmpfs mounts; the default network has neither.
+func TestMountsAndEntrypoint(t *testing.T) {
+	s := Spec{Hosts: []Host{
+		{Name: "a", Master: true, Mounts: []string{"/tmp/k:/timed.keys:ro"}, Tmpfs: []string{"/state:mode=0700"}},
+		{Name: "x", Witness: true, Entrypoint: []string{"/attack", "idle"}, Mounts: []string{"/bin/x:/attack:ro"}},
+	}}
+	out := string(Generate(s))
+	for _, want := range []string{
+		"    volumes:\n      - \"/tmp/k:/timed.keys:ro\"\n    tmpfs:\n      - \"/state:mode=0700\"\n",
+		"    entrypoint:\n      - \"/attack\"\n      - \"idle\"\n    volumes:\n      - \"/bin/x:/attack:ro\"\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("generated file lacks\n%s\nin\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "stdin_open") != 0 || strings.Count(out, "command:") != 1 {
+		t.Errorf("the attacker witness runs timed or the timedc prompt:\n%s", out)
+	}
+	if d := string(Generate(Default(5))); strings.Contains(d, "volumes:") || strings.Contains(d, "tmpfs:") {
+		t.Error("the default network mounts something")
+	}
+}
