@@ -90,7 +90,7 @@ func attackSpec(t *testing.T, n int, extra []string, mounts, tmpfs func(name str
 func (c *cluster) on(t *testing.T) *cluster {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return &cluster{t: t, project: c.project, file: c.file, spec: c.spec, ids: maps.Clone(c.ids)}
+	return &cluster{t: t, project: c.project, file: c.file, spec: c.spec, subnets: c.subnets, ids: maps.Clone(c.ids)}
 }
 
 // attackResult is what the attacker prints.
