@@ -382,11 +382,12 @@ func (c *cluster) status(service string) (*control.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st control.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		return nil, fmt.Errorf("status of %s: %w: %q", service, err, out)
+	// timedc's JSON is an array of answers, one here (README, "timedc's JSON").
+	var st []control.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st) != 1 {
+		return nil, fmt.Errorf("status of %s: want one answer: %v: %q", service, err, out)
 	}
-	return &st, nil
+	return &st[0], nil
 }
 
 // statuses asks every named host at once (default: every timed host).
