@@ -183,7 +183,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("metrics-listen", "", "host:port for Prometheus metrics (default: off)")
 	fs.String("profile", "bsd", "timer defaults: bsd | fast")
 	for _, k := range durationKeys {
-		fs.String(k.key, "", k.usage+" (Go duration; default from --profile or the clock settings)")
+		fs.String(k.key, "", k.usage+" (Go duration; default from --profile, or derived from the timers it must stay in order with)")
 	}
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
