@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -130,7 +129,7 @@ func TestMaxStepAlarm(t *testing.T) {
 			t.Fatal(err)
 		}
 		var res control.StepResult
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
+		if err := oneAnswer(out, &res); err != nil {
 			t.Fatalf("timedc step --json: %q: %v", out, err)
 		}
 		// By what the alarm said, which may be a few moves on from last.

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,6 +118,12 @@ func interactive(base *options, in io.Reader) error {
 	}
 }
 
+// schemaVersion is the version of timedc's JSON (README, "timedc's JSON"):
+// every object of every command carries it, so a script can refuse a
+// shape it does not know. It changes only when a field changes meaning or
+// goes away; new fields do not change it.
+const schemaVersion = 1
+
 // emit prints v as JSON with --json, else the text lines.
 func (o *options) emit(v any, text string) error {
 	if o.json {
@@ -126,6 +133,58 @@ func (o *options) emit(v any, text string) error {
 	}
 	_, err := fmt.Fprintln(o.out, text)
 	return err
+}
+
+// forEachHost runs one query per host; every command that speaks to a
+// daemon answers through it, the single-host ones (trace, status, step,
+// ring elect) with a list of one, so that --json has one shape: an array
+// of objects, each with "host" and "schema_version", and "error" where the
+// host failed (with the fields the command still knows, or none). Text
+// output has a line per host that answered. Failures make one error line
+// and a non-zero exit, so scripts see them.
+func (o *options) forEachHost(hosts []string, query func(host string) (line string, fields map[string]any, err error)) error {
+	results := []map[string]any{}
+	var lines, failures []string
+	for _, h := range hosts {
+		line, fields, err := query(h)
+		if fields == nil {
+			fields = map[string]any{}
+		}
+		fields["host"] = h
+		fields["schema_version"] = schemaVersion
+		if err != nil {
+			fields["error"] = err.Error()
+			failures = append(failures, err.Error())
+		} else {
+			lines = append(lines, line)
+		}
+		results = append(results, fields)
+	}
+	if o.json || len(lines) > 0 {
+		if err := o.emit(results, strings.Join(lines, "\n")); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return errors.New(strings.Join(failures, "; "))
+	}
+	return nil
+}
+
+// fieldsOf is v's JSON object as fields for forEachHost; numbers keep
+// their exact text.
+func fieldsOf(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var fields map[string]any
+	if err := dec.Decode(&fields); err != nil {
+		return nil, err
+	}
+	return fields, nil
 }
 
 func (o *options) wait(bsdDefault time.Duration) time.Duration {

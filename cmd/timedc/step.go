@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -42,16 +41,12 @@ step the clock: the socket's mode (0660) is the access control.`,
 				}
 				req.Step = d.String()
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.wait(5*time.Second))
-			defer cancel()
-			resp, err := control.Call(ctx, o.controlSocket, req)
-			if err != nil {
-				return err
-			}
-			if resp.Step == nil {
-				return fmt.Errorf("timed at %s answered without saying what it stepped", o.controlSocket)
-			}
-			return o.emit(resp.Step, stepText(resp.Step))
+			return o.local(cmd.Context(), req, "saying what it stepped", func(resp *control.Response) (any, string, bool) {
+				if resp.Step == nil {
+					return nil, "", false
+				}
+				return resp.Step, stepText(resp.Step), true
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&toNetwork, "to-network", false, "step by the offset from network time the max-step alarm reports")

@@ -68,8 +68,8 @@ func TestStep(t *testing.T) {
 	if req := <-got; req.Cmd != control.CmdStep || req.Step != "" || !req.ToNetwork {
 		t.Fatalf("sent %+v, want step to network", req)
 	}
-	var res control.StepResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Correction.Secs != -4000 || res.AlarmWas == nil {
+	var res []control.StepResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 || res[0].Correction.Secs != -4000 || res[0].AlarmWas == nil {
 		t.Fatalf("json %q: %v", out, err)
 	}
 }

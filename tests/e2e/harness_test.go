@@ -410,7 +410,12 @@ func (c *cluster) statusInto(service string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal([]byte(out), v); err != nil {
+	// timedc's JSON is an array of answers, one here (README, "timedc's JSON").
+	var answers []json.RawMessage
+	if err := json.Unmarshal([]byte(out), &answers); err != nil || len(answers) != 1 {
+		return fmt.Errorf("status of %s: want one answer: %v: %q", service, err, out)
+	}
+	if err := json.Unmarshal(answers[0], v); err != nil {
 		return fmt.Errorf("status of %s: %w: %q", service, err, out)
 	}
 	return nil
