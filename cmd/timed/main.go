@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/timed-project/timed/config"
+	"github.com/timed-project/timed/internal/gendocs"
 	"github.com/timed-project/timed/timed"
 )
 
@@ -25,7 +26,9 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	root := newRoot()
+	root.AddCommand(gendocs.Command()) // hidden: make man's `timed gen-docs DIR`
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "timed:", err)
 		os.Exit(1)
 	}
