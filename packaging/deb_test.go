@@ -215,7 +215,7 @@ func TestControlArea(t *testing.T) {
 		t.Errorf("conffiles: %q, want only /etc/timed/timed.yaml", got)
 	}
 	scripts := map[string][]string{
-		"postinst": {"systemd-sysusers timed.conf", "systemd-tmpfiles --create timed.conf", "deb-systemd-helper enable timed.service", "daemon-reload", "deb-systemd-invoke start timed.service", "try-restart timed.service"},
+		"postinst": {"systemd-sysusers timed.conf", "deb-systemd-helper unmask timed.service", "systemd-tmpfiles --create timed.conf", "deb-systemd-helper enable timed.service", "daemon-reload", "deb-systemd-invoke start timed.service", "try-restart timed.service"},
 		"prerm":    {"deb-systemd-invoke stop timed.service"},
 		"postrm":   {"deb-systemd-helper purge timed.service", "rm -rf /var/lib/timed /run/timed"},
 	}
