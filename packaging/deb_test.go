@@ -66,6 +66,7 @@ func fields(control string) map[string]string {
 }
 
 func TestControl(t *testing.T) {
+	t.Parallel()
 	f := fields(run(t, "dpkg-deb", "-f", deb(t)))
 	want := map[string]string{
 		"Package":      "timed",
@@ -152,6 +153,7 @@ var wantFiles = map[string]string{
 var otherPages = regexp.MustCompile(`^/usr/share/man/man8/timedc-[a-z-]+\.8\.gz$`)
 
 func TestFiles(t *testing.T) {
+	t.Parallel()
 	files := listing(t)
 	for path, mode := range wantFiles {
 		if mode == "exe" {
@@ -209,6 +211,7 @@ func read(t *testing.T, path string) string {
 }
 
 func TestControlArea(t *testing.T) {
+	t.Parallel()
 	dir := extract(t)
 	ctl := filepath.Join(dir, "DEBIAN")
 	if got := read(t, filepath.Join(ctl, "conffiles")); got != "/etc/timed/timed.yaml\n" {
@@ -245,6 +248,7 @@ func TestControlArea(t *testing.T) {
 }
 
 func TestContents(t *testing.T) {
+	t.Parallel()
 	dir := extract(t)
 	unit := read(t, filepath.Join(dir, "usr/lib/systemd/system/timed.service"))
 	if !strings.Contains(unit, "\nExecStart=/usr/sbin/timed --config /etc/timed/timed.yaml\n") {
@@ -330,6 +334,7 @@ func TestContents(t *testing.T) {
 // lintian, once: errors fail the test, and so do overrides that no longer
 // match anything; warnings and the rest are shown.
 func TestLintian(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("lintian", "--tag-display-limit", "0", "--display-level", ">=info", deb(t))
 	out, err := cmd.CombinedOutput()
 	var errs, others []string
@@ -359,6 +364,7 @@ func TestLintian(t *testing.T) {
 // make install DESTDIR=… writes the same set of files as the package,
 // uncompressed and under PREFIX, and says what to do next.
 func TestInstall(t *testing.T) {
+	t.Parallel()
 	dest := t.TempDir()
 	cmd := exec.Command("make", "--no-print-directory", "install", "DESTDIR="+dest, "PREFIX=/usr/local", "UNITDIR=/usr/lib/systemd/system")
 	cmd.Dir = ".."
