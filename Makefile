@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build demo bench-ring test tools fmt-check vet staticcheck unit bench fuzz install clean
+.PHONY: all build demo bench-ring test tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test
 
 all: build
 
@@ -24,15 +24,20 @@ demo: build
 	$(GO) run ./deploy/demo -bin $(BIN) -duration $(DURATION)
 
 ## test: formatting, vet, staticcheck, and every test under the race detector;
-## then the end-to-end suite (make e2e) when a Docker engine is reachable
-test: tools fmt-check vet staticcheck unit e2e-if-docker
+## the Debian package's checks (make deb-test); then the end-to-end suite
+## (make e2e) when a Docker engine is reachable
+test: tools fmt-check vet staticcheck unit deb-test e2e-if-docker
 
 ## tools: what the tests need beyond Go, installed from Debian's packages
-## where missing (systemd-analyze verifies the unit file)
+## where missing (systemd-analyze verifies the unit file; dpkg-deb and
+## lintian check the .deb)
 tools:
 	@command -v systemd-analyze >/dev/null || { \
 		echo "installing systemd (for systemd-analyze)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null; }
+	@command -v lintian >/dev/null && command -v dpkg-deb >/dev/null || { \
+		echo "installing lintian (for make deb-test)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian dpkg >/dev/null; }
 
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -120,18 +125,80 @@ fuzz:
 	$(GO) test ./election/ring -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring/live -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime $(FUZZTIME)
 
-## install: binaries, unit, sysusers entry and an example config
-PREFIX  ?= /usr/local
-DESTDIR ?=
-UNITDIR ?= /lib/systemd/system
-install: build
+## man: the man pages timed(8), timedc(8) and their commands', timed.yaml(5),
+## and the bash, zsh and fish completions, into build/docs: generated from
+## the binaries' own command trees by their hidden `gen-docs` command
+## (internal/gendocs), dated by the last commit so that they are reproducible
+BUILD ?= build
+DOCS  := $(BUILD)/docs
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
+man: build
+	rm -rf $(DOCS)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timed gen-docs $(DOCS)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timedc gen-docs $(DOCS)
+
+## install: binaries, unit, sysusers and tmpfiles entries, an example config
+## (kept if one is there), man pages and completions; then it prints what an
+## admin does next (README, "Installing")
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+UNITDIR     ?= /lib/systemd/system
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+install: build man
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/etc/timed
+		$(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d $(DESTDIR)/etc/timed \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BIN)/timed $(DESTDIR)$(PREFIX)/sbin/timed
 	install -m 0755 $(BIN)/timedc $(DESTDIR)$(PREFIX)/bin/timedc
 	sed 's#/usr/local/sbin/timed#$(PREFIX)/sbin/timed#' systemd/timed.service > $(DESTDIR)$(UNITDIR)/timed.service
 	install -m 0644 systemd/timed.sysusers $(DESTDIR)/usr/lib/sysusers.d/timed.conf
+	install -m 0644 systemd/timed.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/timed.conf
 	test -e $(DESTDIR)/etc/timed/timed.yaml || install -m 0644 systemd/timed.yaml.example $(DESTDIR)/etc/timed/timed.yaml
+	install -m 0644 $(DOCS)/man/man8/*.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 $(DOCS)/man/man5/*.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(DOCS)/bash/timed $(DOCS)/bash/timedc $(DESTDIR)$(BASHCOMPDIR)/
+	install -m 0644 $(DOCS)/zsh/_timed $(DOCS)/zsh/_timedc $(DESTDIR)$(ZSHCOMPDIR)/
+	install -m 0644 $(DOCS)/fish/timed.fish $(DOCS)/fish/timedc.fish $(DESTDIR)$(FISHCOMPDIR)/
+	@echo
+	@echo "timed is installed. Next, as root:"
+	@echo "  systemd-sysusers timed.conf            # the timed user and group"
+	@echo "  systemd-tmpfiles --create timed.conf   # /run/timed and /var/lib/timed"
+	@echo "  systemctl daemon-reload"
+	@echo "  \$${EDITOR:-vi} /etc/timed/timed.yaml       # master, trusted hosts, auth: see timed.yaml(5)"
+	@echo "  systemctl enable --now timed"
+	@echo "  usermod -aG timed ADMIN                # who may run timedc status and step (socket mode 0660)"
+
+## deb: build/timed_VERSION_ARCH.deb (VERSION from git describe,
+## packaging/version.sh) with nfpm, pinned: the static binaries, the unit,
+## sysusers and tmpfiles entries, /etc/timed/timed.yaml as a conffile, the
+## man pages gzipped, the completions, copyright and changelog, and the
+## maintainer scripts of packaging/scripts
+NFPM           := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+DEB_VERSION    := $(shell sh packaging/version.sh 2>/dev/null)
+DEB_ARCH       := $(shell $(GO) env GOARCH 2>/dev/null)
+DEB_MAINTAINER ?= timed project <timed-project@users.noreply.github.com>
+DEB_STAGE      := $(BUILD)/deb
+DEB            := $(BUILD)/timed_$(DEB_VERSION)_$(DEB_ARCH).deb
+deb: man
+	DEB_STAGE=$(DEB_STAGE) DOCS=$(DOCS) BIN=$(BIN) GO=$(GO) DEB_VERSION='$(DEB_VERSION)' \
+		DEB_MAINTAINER='$(DEB_MAINTAINER)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) sh packaging/stage.sh
+	rm -f $(BUILD)/timed_*.deb
+	DEB_STAGE=$(DEB_STAGE) DEB_VERSION='$(DEB_VERSION)' DEB_ARCH=$(DEB_ARCH) DEB_MAINTAINER='$(DEB_MAINTAINER)' \
+		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run $(NFPM) pkg --config packaging/nfpm.yaml --packager deb --target $(DEB)
+
+## deb-test: make deb, then packaging's test (build tag deb) checks the
+## package with dpkg-deb (control fields, files and modes, conffiles,
+## maintainer scripts), installs the tree with make install DESTDIR=…, and
+## runs lintian once: errors fail, warnings are shown
+deb-test: tools deb
+	$(GO) vet -tags deb ./packaging/...
+	$(GO) run $(STATICCHECK) -tags deb ./packaging/...
+	TIMED_DEB=$(abspath $(DEB)) TIMED_DEB_VERSION='$(DEB_VERSION)' \
+		$(GO) test -tags deb -count=1 -timeout 5m ./packaging
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(BUILD)

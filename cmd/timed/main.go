@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/timed-project/timed/config"
+	"github.com/timed-project/timed/internal/gendocs"
 	"github.com/timed-project/timed/timed"
 )
 
@@ -26,7 +27,9 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	root := newRoot()
+	root.AddCommand(gendocs.Command()) // hidden: make man's `timed gen-docs DIR`
+	if err := root.Execute(); err != nil {
 		printError(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timed-project/timed/config"
+	"github.com/timed-project/timed/internal/gendocs"
 	"github.com/timed-project/timed/tsp/auth"
 )
 
@@ -42,6 +43,7 @@ var version = "dev"
 func main() {
 	opts := &options{out: safeWriter{os.Stdout}, port: 525, controlSocket: config.DefaultControlSocket}
 	root := newRoot(opts)
+	root.AddCommand(gendocs.Command()) // hidden: make man's `timedc gen-docs DIR`
 	root.SetArgs(negativesAsArguments(os.Args[1:]))
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(safeWriter{os.Stderr}, "timedc:", err)
