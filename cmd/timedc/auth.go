@@ -18,11 +18,14 @@ import (
 // answers: it only reads them, and a forged answer can only mislead the
 // admin reading it, as with BSD's timedc.
 
-// setupAuth makes o.signer from the key file, if there is one to use.
+// setupAuth makes o.signer from the key file, if there is one to use. It
+// runs when a command first sends, so that commands that send nothing
+// (status, completion) never read the key file.
 func (o *options) setupAuth() error {
-	if o.signer != nil {
+	if o.signer != nil || o.authChecked {
 		return nil
 	}
+	o.authChecked = true
 	path := o.authKeys
 	if path == "" {
 		path = os.Getenv(config.EnvPrefix + "_AUTH_KEYS")
@@ -63,6 +66,9 @@ func daemonKeyFile(path string) string {
 
 // sign appends the auth trailer when timedc has a key.
 func (o *options) sign(b []byte) ([]byte, error) {
+	if err := o.setupAuth(); err != nil {
+		return nil, err
+	}
 	if o.signer == nil {
 		return b, nil
 	}

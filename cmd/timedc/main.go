@@ -35,6 +35,7 @@ type options struct {
 	authKeys    string       // key file to sign with (auth.go)
 	authSignKey uint32       // key ID to sign with; 0: the lowest
 	signer      *auth.Signer // nil: send unsigned
+	authChecked bool         // setupAuth ran
 }
 
 // version is set at build time (make build: -X main.version=…).
@@ -76,7 +77,6 @@ func newRoot(opts *options) *cobra.Command {
 	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, step)")
 	root.PersistentFlags().StringVar(&opts.authKeys, "auth-keys", opts.authKeys, "key file to sign with, for daemons with --auth (default: TIMED_AUTH_KEYS, or the daemon's configuration)")
 	root.PersistentFlags().Uint32Var(&opts.authSignKey, "auth-sign-key", opts.authSignKey, "ID of the key to sign with (default: the lowest)")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return opts.setupAuth() }
 	root.SetOut(opts.out)
 	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), stepCmd(opts), clockdiffCmd(opts), ringCmd(opts),
 		&cobra.Command{Use: "quit", Short: "exit timedc", Aliases: []string{"exit"}, RunE: func(*cobra.Command, []string) error { return errQuit }})
