@@ -29,6 +29,13 @@ type Config struct {
 	// see the package documentation.
 	Network string
 
+	// Addr is the daemon's own address on this network, when the runtime
+	// knows it. A Host drops the LOOPs that come from it: they are its own
+	// broadcasts coming back, and one it forwarded carries another host's
+	// name, so the name check cannot tell. The zero value: the runtime
+	// does not hand the daemon its own packets. A lone Machine ignores it.
+	Addr netip.AddrPort
+
 	// MayBeMaster is BSD's -M: the host may become candidate and master.
 	// A host without it never leaves the slave side: when it has no master
 	// it keeps polling with MASTERREQ.
