@@ -88,11 +88,15 @@ type hostNet struct {
 	cfg  Config
 	m    *Machine
 	mode netMode
-	// loops: the LOOPs heard on this network, per source and origin.
+	// loops: the LOOPs heard on this network, per source and origin;
+	// since: when each source was first heard (again, after a silence).
 	loops map[netip.AddrPort]map[string]heardLoop
+	since map[netip.AddrPort]time.Time
 	// announced: the slavenet master whose LOOPs were last passed on to
 	// this network when it became mastered (zero: none).
 	announced netip.AddrPort
+	// waiting: ignored until the LOOPs tell the time sources (settle).
+	waiting bool
 }
 
 type heardLoop struct {
@@ -133,7 +137,8 @@ func NewHost(cfgs []Config, rng *rand.Rand) (*Host, error) {
 			return nil, fmt.Errorf("network %d: %w", i, err)
 		}
 		m.rank = func(from netip.AddrPort, name string) int { return h.rivalRank(i, from, name) }
-		h.nets = append(h.nets, &hostNet{cfg: m.cfg, m: m, loops: map[netip.AddrPort]map[string]heardLoop{}})
+		h.nets = append(h.nets, &hostNet{cfg: m.cfg, m: m,
+			loops: map[netip.AddrPort]map[string]heardLoop{}, since: map[netip.AddrPort]time.Time{}})
 	}
 	return h, nil
 }
@@ -341,11 +346,16 @@ func (h *Host) finish() []NetAction {
 
 // ---- LOOPs -----------------------------------------------------------------
 
-// loopWindow is how long a LOOP heard counts: masters send one every sync
-// round and forward their masters' as they come, so every live origin is
-// heard again within a round; two and a half rounds leave room for a lost
-// one.
+// loopWindow is how long a LOOP heard keeps a master alive in the host's
+// eyes: masters send one every sync round, so two and a half rounds leave
+// room for a lost one before the host thinks the master gone.
 func (c Config) loopWindow() time.Duration { return c.SyncInterval * 5 / 2 }
+
+// rootWindow is how long a LOOP heard counts for the time source of its
+// sender: a master forwards each of its masters' LOOPs once a round, so
+// one and a half rounds hear every live origin again, and forget, soon
+// after its tree changed, the origins it no longer forwards.
+func (c Config) rootWindow() time.Duration { return c.SyncInterval * 3 / 2 }
 
 // heardLoop records a LOOP heard on network i, forwards it if it came from
 // the slavenet's master, and breaks the cycle when it carries our own name
@@ -361,6 +371,7 @@ func (h *Host) heardLoop(i int, e Recv) bool {
 		return false // the machine suppresses its sender
 	}
 	h.noteLoop(i, e.From, p)
+	h.lookIfKnown()
 	if i != h.slave || len(h.nets) == 1 {
 		return false
 	}
@@ -395,12 +406,17 @@ func (h *Host) forward(j int, p tsp.Packet) {
 func (h *Host) noteLoop(i int, from netip.AddrPort, p tsp.Packet) {
 	n := h.nets[i]
 	w := n.cfg.loopWindow()
+	if len(h.freshLoops(i, from, n.cfg.rootWindow())) == 0 {
+		n.since[from] = h.now // first heard, or again after a silence
+	}
 	byName := n.loops[from]
 	if byName == nil {
 		if len(n.loops) >= maxLoopSources {
 			h.sweepLoops(i)
 			if len(n.loops) >= maxLoopSources {
-				delete(n.loops, oldestSource(n.loops))
+				old := oldestSource(n.loops)
+				delete(n.loops, old)
+				delete(n.since, old)
 			}
 		}
 		byName = map[string]heardLoop{}
@@ -430,6 +446,7 @@ func (h *Host) sweepLoops(i int) {
 		}
 		if len(byName) == 0 {
 			delete(n.loops, a)
+			delete(n.since, a)
 		}
 	}
 }
@@ -447,14 +464,14 @@ func oldestSource(loops map[netip.AddrPort]map[string]heardLoop) netip.AddrPort 
 	return oldest
 }
 
-// freshLoops is what source from sent on network i within the window,
+// freshLoops is what source from sent on network i within window w,
 // sorted by hop count, highest first (its own LOOP, then its master's…),
 // then by name.
-func (h *Host) freshLoops(i int, from netip.AddrPort) []tsp.Packet {
+func (h *Host) freshLoops(i int, from netip.AddrPort, w time.Duration) []tsp.Packet {
 	n := h.nets[i]
 	var out []tsp.Packet
 	for _, l := range n.loops[from] {
-		if h.now.Sub(l.at) <= n.cfg.loopWindow() {
+		if h.now.Sub(l.at) <= w {
 			out = append(out, l.pkt)
 		}
 	}
@@ -473,7 +490,7 @@ func (h *Host) freshLoops(i int, from netip.AddrPort) []tsp.Packet {
 // forwards none (it follows nobody, or its tree is out of LOOP range):
 // then the root is the name of its own LOOP, or name.
 func (h *Host) rootAt(i int, from netip.AddrPort, name string) (root string, fwd bool) {
-	ls := h.freshLoops(i, from)
+	ls := h.freshLoops(i, from, h.nets[i].cfg.rootWindow())
 	if len(ls) == 0 {
 		return name, false
 	}
@@ -537,14 +554,26 @@ func (h *Host) announce() {
 			n.announced = netip.AddrPort{}
 			continue
 		}
-		if n.announced == from {
-			continue
+		if n.announced != from {
+			h.passLoops(j)
 		}
-		n.announced = from
-		for _, p := range h.freshLoops(h.slave, from) {
-			if p.Name != h.name {
-				h.forward(j, p)
-			}
+	}
+}
+
+// passLoops forwards onto network j the LOOPs recently heard from the
+// slavenet's master, once per slavenet master.
+func (h *Host) passLoops(j int) {
+	if h.slave < 0 {
+		return
+	}
+	mp, ok := h.nets[h.slave].m.Master()
+	if !ok {
+		return
+	}
+	h.nets[j].announced = mp.Addr
+	for _, p := range h.freshLoops(h.slave, mp.Addr, h.nets[h.slave].cfg.rootWindow()) {
+		if p.Name != h.name {
+			h.forward(j, p)
 		}
 	}
 }
@@ -586,6 +615,11 @@ func (h *Host) reconcile() {
 //   - the same source: j is ignored (BSD IGNORE: one tree, one way in).
 //
 // A host that may not be master on j ignores j whenever it has a slavenet.
+//
+// The time sources come from the LOOPs of the two masters. Until a LOOP of
+// each has been heard (a round after start-up), a decision that would move
+// the host from one tree to the other waits: j is ignored and looked at
+// again after two rounds (unknown stays unknown no longer).
 func (h *Host) settle(j int) {
 	if len(h.nets) == 1 {
 		h.slave = j // one network: no cycle, nothing to choose
@@ -600,6 +634,9 @@ func (h *Host) settle(j int) {
 		h.ignore(j, "its master "+q.Name+" takes its time from us")
 	case h.slave < 0 && h.firstMastered() < 0:
 		h.slave = j
+	case eligible && rj != mine && !h.rootsKnown(j, q):
+		h.ignore(j, "time sources not known yet")
+		h.nets[j].waiting = true
 	case h.slave < 0:
 		switch {
 		case rj < mine:
@@ -627,8 +664,53 @@ func (h *Host) settle(j int) {
 	}
 }
 
+// rootsKnown reports whether LOOPs have told the time sources of both
+// this host (its slavenet master's, if it has one) and q, master on j.
+func (h *Host) rootsKnown(j int, q Peer) bool {
+	return h.heardLong(j, q.Addr) && h.ownRootKnown()
+}
+
+// heardLong: the master at a on network i has been heard for a whole sync
+// round, in which every LOOP it forwards comes by once: its LOOPs tell its
+// time source.
+func (h *Host) heardLong(i int, a netip.AddrPort) bool {
+	n := h.nets[i]
+	since, ok := n.since[a]
+	return ok && len(h.freshLoops(i, a, n.cfg.rootWindow())) > 0 && h.now.Sub(since) >= n.cfg.SyncInterval
+}
+
+func (h *Host) ownRootKnown() bool {
+	if h.slave < 0 {
+		return true
+	}
+	mp, ok := h.nets[h.slave].m.Master()
+	return ok && h.heardLong(h.slave, mp.Addr)
+}
+
+// lookIfKnown looks at once at the networks waiting for the time sources
+// to be known, as soon as they are, rather than at the next look.
+func (h *Host) lookIfKnown() {
+	if !h.ownRootKnown() {
+		return
+	}
+	for j, n := range h.nets {
+		if !n.waiting || n.mode != netIgnored {
+			continue
+		}
+		if a, _, ok := h.latestLoop(j); ok && h.heardLong(j, a) {
+			h.emit(j, CancelTimer{ID: TimerLook})
+			h.look(j)
+		}
+	}
+}
+
+// takeOver makes this host master of network j, telling rival, its
+// master there, to QUIT. The slavenet master's LOOPs go out first, so that
+// the rival and its slaves learn which time source the host serves before
+// its MASTERUP and QUIT reach them.
 func (h *Host) takeOver(j int, rival Peer, reason string) {
 	h.silenced[j] = true
+	h.passLoops(j)
 	h.with(j, func(m *Machine) { m.takeOver(rival, reason) })
 }
 
@@ -641,7 +723,7 @@ func (h *Host) ignore(j int, reason string) {
 	}
 	h.silenced[j] = true
 	h.stepMachine(j, Stop{})
-	n.mode = netIgnored
+	n.mode, n.waiting = netIgnored, false
 	if h.slave == j {
 		h.slave = -1
 	}
@@ -660,12 +742,15 @@ func (h *Host) armLook(j int) {
 // source it serves. The network is taken back into use (its machine
 // starts, and settle decides once it finds the master) when no master is
 // heard, when the host has no time source of its own, or when the master
-// heard serves another source than this host's and the rules would have
-// the host switch to it or take the network over.
+// (the sender of the latest LOOP) serves another source than this host's
+// and the rules would have the host switch to it or take the network
+// over. A master heard for less than rootWindow is left for the next
+// look: its LOOPs have not told its time source yet.
 func (h *Host) look(j int) {
 	if h.nets[j].mode != netIgnored {
 		return
 	}
+	h.nets[j].waiting = false
 	why := h.lookReason(j)
 	if why == "" {
 		h.armLook(j)
@@ -681,34 +766,46 @@ func (h *Host) lookReason(j int) string {
 	if h.slave < 0 && h.firstMastered() < 0 {
 		return "no time source elsewhere"
 	}
-	mine := h.root()
-	heard := false
-	for _, a := range sortedSources(n.loops) {
-		ls := h.freshLoops(j, a)
-		if len(ls) == 0 {
-			continue
-		}
-		heard = true
-		r, _ := h.rootAt(j, a, ls[0].Name)
-		switch {
-		case r == h.name || r == mine:
-		case r < mine:
-			return "a master with time source " + r + ", which outranks " + mine
-		case n.cfg.MayBeMaster:
-			return "a master with time source " + r + ", outranked by " + mine
-		}
+	if !n.cfg.MayBeMaster {
+		return "" // it could neither serve j nor leave its slavenet for it
 	}
-	if !heard {
+	a, name, ok := h.latestLoop(j)
+	if !ok {
 		return "no master heard"
+	}
+	if !h.heardLong(j, a) || !h.ownRootKnown() {
+		return "" // not heard long enough to know the time sources
+	}
+	mine := h.root()
+	r, _ := h.rootAt(j, a, name)
+	switch {
+	case r == h.name || r == mine:
+	case r < mine:
+		return "master " + name + " with time source " + r + ", which outranks " + mine
+	default:
+		return "master " + name + " with time source " + r + ", outranked by " + mine
 	}
 	return ""
 }
 
-func sortedSources(loops map[netip.AddrPort]map[string]heardLoop) []netip.AddrPort {
-	out := make([]netip.AddrPort, 0, len(loops))
-	for a := range loops {
-		out = append(out, a)
+// latestLoop is the sender of the latest LOOP heard on network j within
+// the window, with the name of its own LOOP (or of the latest), or false.
+func (h *Host) latestLoop(j int) (from netip.AddrPort, name string, ok bool) {
+	n := h.nets[j]
+	var at time.Time
+	for a, byName := range n.loops {
+		for _, l := range byName {
+			if h.now.Sub(l.at) > n.cfg.loopWindow() {
+				continue
+			}
+			if !ok || l.at.After(at) || (l.at.Equal(at) && a.Compare(from) < 0) {
+				from, at, ok = a, l.at, true
+			}
+		}
 	}
-	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
-	return out
+	if !ok {
+		return from, "", false
+	}
+	ls := h.freshLoops(j, from, n.cfg.loopWindow())
+	return from, ls[0].Name, true
 }
