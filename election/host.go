@@ -264,13 +264,13 @@ func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 		if n.mode == netIgnored {
 			h.emit(net, CancelTimer{ID: TimerLook})
 		}
-		n.mode = netRunning
+		n.mode, n.waiting = netRunning, false
 		h.stepMachine(net, e)
 	case Stop:
 		if n.mode == netIgnored {
 			h.emit(net, CancelTimer{ID: TimerLook})
 		}
-		n.mode = netStopped
+		n.mode, n.waiting = netStopped, false
 		h.stepMachine(net, e)
 	case TimerFired:
 		if e.ID == TimerLook {
@@ -507,6 +507,18 @@ func (h *Host) rootAt(i int, from netip.AddrPort, name string) (root string, fwd
 	return last.Name, false
 }
 
+// downstream reports whether the master at from on network i takes its
+// time from this host: it passes on a LOOP of ours (heard in the last
+// round and a half). Following it would close a cycle.
+func (h *Host) downstream(i int, from netip.AddrPort) bool {
+	for _, p := range h.freshLoops(i, from, h.nets[i].cfg.rootWindow()) {
+		if p.Name == h.name {
+			return true
+		}
+	}
+	return false
+}
+
 // root is the time source of this host: its slavenet master's, or itself.
 func (h *Host) root() string {
 	if h.slave >= 0 {
@@ -588,6 +600,14 @@ func (h *Host) reconcile() {
 		if h.slave >= 0 && !h.follows(h.slave) {
 			h.slave = -1
 		}
+		if h.slave >= 0 && len(h.nets) > 1 {
+			// The slavenet's machine may have come to follow another
+			// master on its own (MASTERUP, QUIT).
+			if mp, _ := h.nets[h.slave].m.Master(); h.downstream(h.slave, mp.Addr) {
+				h.ignore(h.slave, "its master "+mp.Name+" takes its time from us")
+				continue
+			}
+		}
 		j := -1
 		for i := range h.nets {
 			if i != h.slave && h.follows(i) {
@@ -605,8 +625,8 @@ func (h *Host) reconcile() {
 // settle decides about network j, whose machine follows a master q while
 // the host may follow another on its slavenet. The time sources (roots)
 // decide, the lower name winning:
-//   - q's time comes from this host: j is ignored (following q would close
-//     a cycle);
+//   - q's time comes from this host (its LOOPs carry our name): j is
+//     ignored (following q would close a cycle);
 //   - the host follows nobody and masters nothing: j becomes the slavenet;
 //   - q's source outranks the host's: j becomes the slavenet and the host
 //     takes over its former slavenet (or ignores it, if it may not be
@@ -616,10 +636,11 @@ func (h *Host) reconcile() {
 //
 // A host that may not be master on j ignores j whenever it has a slavenet.
 //
-// The time sources come from the LOOPs of the two masters. Until a LOOP of
-// each has been heard (a round after start-up), a decision that would move
-// the host from one tree to the other waits: j is ignored and looked at
-// again after two rounds (unknown stays unknown no longer).
+// The time sources come from the LOOPs of the two masters, which tell
+// them once a master has been heard for a whole round (heardLong). Until
+// then a decision that would move the host from one tree to the other
+// waits: j is ignored, and looked at again as soon as both are known
+// (lookIfKnown), a round or so later.
 func (h *Host) settle(j int) {
 	if len(h.nets) == 1 {
 		h.slave = j // one network: no cycle, nothing to choose
@@ -630,7 +651,7 @@ func (h *Host) settle(j int) {
 	mine := h.root()
 	eligible := h.nets[j].cfg.MayBeMaster
 	switch {
-	case rj == h.name:
+	case rj == h.name || h.downstream(j, q.Addr):
 		h.ignore(j, "its master "+q.Name+" takes its time from us")
 	case h.slave < 0 && h.firstMastered() < 0:
 		h.slave = j
@@ -744,8 +765,8 @@ func (h *Host) armLook(j int) {
 // heard, when the host has no time source of its own, or when the master
 // (the sender of the latest LOOP) serves another source than this host's
 // and the rules would have the host switch to it or take the network
-// over. A master heard for less than rootWindow is left for the next
-// look: its LOOPs have not told its time source yet.
+// over. A master heard for less than a round is left for the next look:
+// its LOOPs have not told its time source yet.
 func (h *Host) look(j int) {
 	if h.nets[j].mode != netIgnored {
 		return
@@ -779,7 +800,7 @@ func (h *Host) lookReason(j int) string {
 	mine := h.root()
 	r, _ := h.rootAt(j, a, name)
 	switch {
-	case r == h.name || r == mine:
+	case r == h.name || r == mine || h.downstream(j, a):
 	case r < mine:
 		return "master " + name + " with time source " + r + ", which outranks " + mine
 	default:

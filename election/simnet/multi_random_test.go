@@ -38,8 +38,10 @@ func TestRandomMultiNet(t *testing.T) {
 	}
 	t.Logf("%d seeds: %d cycles of gateways detected, %d networks taken over, settled at most %v after the calm",
 		*mseedsFlag, total.cycles, total.takeovers, total.settle)
-	if *mseedsFlag >= 100 && (total.cycles == 0 || total.takeovers == 0) {
-		t.Errorf("the random sites no longer exercise cycles (%d) and takeovers (%d)", total.cycles, total.takeovers)
+	// Cycles are rare here (a few in 200 seeds: stale LOOPs after a
+	// partition); gateway_cycle.txt and TestHostCycle exercise them.
+	if *mseedsFlag >= 100 && total.takeovers == 0 {
+		t.Errorf("the random sites no longer exercise takeovers")
 	}
 }
 
