@@ -25,8 +25,8 @@ type Config struct {
 	Name string
 
 	// Network labels the network this machine serves ("10.0.0.0/24"), for
-	// logs only. A host on several networks runs one Machine per network;
-	// see the package documentation.
+	// logs only. A host on several networks runs a Host, with one Config
+	// (and one Machine) per network; see the package documentation.
 	Network string
 
 	// Addr is the daemon's own address on this network, when the runtime
