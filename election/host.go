@@ -693,11 +693,14 @@ func (h *Host) rootsKnown(j int, q Peer) bool {
 
 // heardLong: the master at a on network i has been heard for a whole sync
 // round, in which every LOOP it forwards comes by once: its LOOPs tell its
-// time source.
+// time source. The round is short of the first retransmission wait (a
+// bound on the jitter of delivery), so that the master's next LOOP after a
+// round, a little early, counts.
 func (h *Host) heardLong(i int, a netip.AddrPort) bool {
 	n := h.nets[i]
 	since, ok := n.since[a]
-	return ok && len(h.freshLoops(i, a, n.cfg.rootWindow())) > 0 && h.now.Sub(since) >= n.cfg.SyncInterval
+	round := n.cfg.SyncInterval - n.cfg.Retransmit[0]
+	return ok && len(h.freshLoops(i, a, n.cfg.rootWindow())) > 0 && h.now.Sub(since) >= round
 }
 
 func (h *Host) ownRootKnown() bool {
@@ -771,42 +774,46 @@ func (h *Host) look(j int) {
 	if h.nets[j].mode != netIgnored {
 		return
 	}
-	h.nets[j].waiting = false
-	why := h.lookReason(j)
+	why, pending := h.lookReason(j)
 	if why == "" {
+		// Still waiting, if the sources are not known yet.
+		h.nets[j].waiting = h.nets[j].waiting && pending
 		h.armLook(j)
 		return
 	}
-	h.nets[j].mode = netRunning
+	h.nets[j].mode, h.nets[j].waiting = netRunning, false
 	h.emit(j, Ignored{On: false, Reason: why})
 	h.stepMachine(j, Start{})
 }
 
-func (h *Host) lookReason(j int) string {
+// lookReason says why network j should be taken back into use, or ""; pending
+// reports that its master has not been heard long enough (or this host's
+// own) to know their time sources.
+func (h *Host) lookReason(j int) (why string, pending bool) {
 	n := h.nets[j]
 	if h.slave < 0 && h.firstMastered() < 0 {
-		return "no time source elsewhere"
+		return "no time source elsewhere", false
 	}
 	if !n.cfg.MayBeMaster {
-		return "" // it could neither serve j nor leave its slavenet for it
+		return "", false // it could neither serve j nor leave its slavenet for it
 	}
 	a, name, ok := h.latestLoop(j)
 	if !ok {
-		return "no master heard"
+		return "no master heard", false
 	}
 	if !h.heardLong(j, a) || !h.ownRootKnown() {
-		return "" // not heard long enough to know the time sources
+		return "", true
 	}
 	mine := h.root()
 	r, _ := h.rootAt(j, a, name)
 	switch {
 	case r == h.name || r == mine || h.downstream(j, a):
 	case r < mine:
-		return "master " + name + " with time source " + r + ", which outranks " + mine
+		return "master " + name + " with time source " + r + ", which outranks " + mine, false
 	default:
-		return "master " + name + " with time source " + r + ", outranked by " + mine
+		return "master " + name + " with time source " + r + ", outranked by " + mine, false
 	}
-	return ""
+	return "", false
 }
 
 // latestLoop is the sender of the latest LOOP heard on network j within
