@@ -35,8 +35,8 @@ func gatewaySite(t *testing.T, seed uint64) (*Net, *MultiChecker, *Node) {
 
 // The gateway of two networks dies: B elects a master of its own within
 // the election timeout. It comes back: one time source again within two
-// rounds (a round to learn both sources from their LOOPs, then the
-// takeover).
+// rounds (up to a round before each master's first LOOP, then a round of
+// its LOOPs to know its time source; then the takeover, at once).
 func TestGatewayLostAndRestored(t *testing.T) {
 	cfg := election.FastConfig("x")
 	var worstElect, worstMerge time.Duration
