@@ -52,7 +52,9 @@
 // which time flows from one network to the next), out of use (IGNORE) on
 // the rest. Here a Host holds one Machine per network (NewHost, one Config
 // each, all with the host's Name) and applies those rules on top of them.
-// With one network a Host is its Machine (TestHostOneNetworkIsMachine).
+// With one network a Host is its Machine (TestHostOneNetworkIsMachine),
+// unless a gateway passes LOOPs on to that network: then it weighs time
+// sources too, as the rules below say.
 //
 // A runtime drives a Host as it drives a Machine, naming the network of
 // every event (the index of its Config):

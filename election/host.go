@@ -21,8 +21,10 @@ import (
 // goroutine; its randomness comes from the *rand.Rand given to NewHost.
 // It is not safe for concurrent use.
 //
-// With one network a Host is its Machine: the same actions for the same
-// events.
+// With one network a Host is its Machine, the same actions for the same
+// events, as long as no gateway passes LOOPs on to that network; where one
+// does, the host's master weighs the time sources the LOOPs tell (package
+// documentation), which is how trees of masters merge.
 type Host struct {
 	name  string
 	nets  []*hostNet
@@ -494,17 +496,11 @@ func (h *Host) rootAt(i int, from netip.AddrPort, name string) (root string, fwd
 	if len(ls) == 0 {
 		return name, false
 	}
-	last := ls[len(ls)-1]
-	for _, p := range ls {
-		if p.HopCount == last.HopCount {
-			last = p // the lowest name among the farthest
-			break
-		}
-	}
-	if last.HopCount < LoopHops {
-		return last.Name, true
-	}
-	return last.Name, false
+	// ls is sorted by hop count, highest first, then by name: the first
+	// of the lowest count is the lowest name among the farthest.
+	lowest := ls[len(ls)-1].HopCount
+	far := ls[slices.IndexFunc(ls, func(p tsp.Packet) bool { return p.HopCount == lowest })]
+	return far.Name, far.HopCount < LoopHops
 }
 
 // downstream reports whether the master at from on network i takes its
