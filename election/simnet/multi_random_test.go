@@ -3,6 +3,7 @@ package simnet
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // TestRandomMultiNet runs random fault schedules on random sites: 2–4
 // networks of 2–5 nodes each, joined by 1–4 gateways (on two or three
 // networks each; some seeds put them in a ring, so that the gateways form
-// a cycle), every host on the fast profile with a simulated clock. During
+// a cycle), every host on the fast profile with a simulated clock, a
+// third of the sites with a -F list of the hosts that may be master. During
 // the faults (crashes, restarts, partitions of one network, loss,
 // duplication, reordering, forced elections) MultiChecker's invariants hold
 // after every step. Then everything heals, and within Bound (multiBound)
@@ -80,6 +82,17 @@ func randomSite(seed uint64, r *rand.Rand) *Net {
 	}
 	for _, nd := range n.Nodes {
 		nd.Offset = time.Duration(r.IntN(2000)-1000) * time.Millisecond
+	}
+	if r.IntN(3) == 0 { // BSD -F on every host: the eligible ones, on every network
+		var trusted []netip.AddrPort
+		for _, nd := range n.Nodes {
+			if nd.Cfg.MayBeMaster {
+				trusted = append(trusted, nd.Addrs...)
+			}
+		}
+		for _, nd := range n.Nodes {
+			nd.Cfg.Trusted = trusted
+		}
 	}
 	n.SimClocks = true
 	return n
