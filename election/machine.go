@@ -73,6 +73,11 @@ type Machine struct {
 	resolveRound int
 	resolveSeqs  map[uint16]bool
 	quitSent     map[string]bool
+
+	// rank, set by a Host, orders this master against another master on
+	// the network by the time sources they follow (host.go); nil, or 0
+	// from it, leaves the decision to the names.
+	rank func(from netip.AddrPort, name string) int
 }
 
 type seenKey struct {
@@ -949,11 +954,19 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 			m.askIfMaster(p, peer)
 			return
 		}
+		r := m.rivalRank(peer)
+		if r < 0 {
+			// Our time source outranks the sender's (several networks):
+			// it is the one to give way.
+			m.refused(p, peer.Addr, RefusedOutranked)
+			m.quitRival(peer)
+			return
+		}
 		m.reply(tsp.Ack, p, peer.Addr)
 		if m.dup(p) {
 			return
 		}
-		if m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
+		if r == 0 && m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
 			return // both told each other to quit: the lower name stays
 		}
 		m.followMaster(peer, "QUIT from "+p.Name)
@@ -962,24 +975,69 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 	}
 }
 
+// rivalRank orders this master against the master at peer by the time
+// sources they follow, as the Host sees them: −1 when ours outranks
+// theirs, +1 when theirs outranks ours, 0 when the names decide (no Host,
+// or both are their own time source, or both follow the same one).
+func (m *Machine) rivalRank(peer Peer) int {
+	if m.rank == nil {
+		return 0
+	}
+	return m.rank(peer.Addr, peer.Name)
+}
+
+// quitRival tells another master to QUIT and, once it has, broadcasts
+// MASTERUP to collect its slaves (as after a CONFLICT).
+func (m *Machine) quitRival(peer Peer) {
+	m.quit(peer, func() {
+		if m.state == Master {
+			m.masterUp()
+		}
+	})
+}
+
+// takeOver makes the machine master of its network at once, as its Host
+// decided (the master it follows, rival, serves a time source that ours
+// outranks), and tells rival to QUIT. A stopped machine is started.
+func (m *Machine) takeOver(rival Peer, reason string) {
+	if !m.running {
+		m.running = true
+		m.state, m.stateSince = StartUp, m.now
+		m.emit(StateChange{From: StartUp, To: StartUp, Reason: "started"})
+	}
+	for _, o := range sortedSends(m.sends) {
+		if o.pkt.Type == tsp.SlaveUp {
+			m.dropSend(o)
+			m.emit(CancelTimer{ID: o.id})
+		}
+	}
+	m.becomeMaster(reason)
+	m.quitRival(rival)
+}
+
 // foreignMaster handles evidence of another master on the network (its
 // LOOP, MASTERUP, ADJTIME or SETTIME). An untrusted one is suppressed. Of
 // two trusted masters the one with the lower name QUITs the other; the
 // higher-named one answers with its own LOOP so the lower one learns of it
 // at once. BSD has every master QUIT the sender of a foreign LOOP, so two
 // masters whose LOOPs cross QUIT each other and leave none.
+//
+// On a Host (several networks) the time sources the two masters follow
+// decide first (rivalRank): the master whose source is outranked follows
+// the other at once, rather than answering with a LOOP, since the other
+// may be a machine that goes by the names and would only answer back.
 func (m *Machine) foreignMaster(p tsp.Packet, peer Peer) {
 	if !m.isTrusted(peer.Addr) {
 		m.suppress(peer)
 		return
 	}
-	if m.cfg.Name < p.Name {
-		m.quit(peer, func() {
-			// It quit: collect its slaves (as after a CONFLICT).
-			if m.state == Master {
-				m.masterUp()
-			}
-		})
+	r := m.rivalRank(peer)
+	if r > 0 {
+		m.followMaster(peer, "outranked: "+p.Type.String()+" from "+p.Name)
+		return
+	}
+	if r < 0 || m.cfg.Name < p.Name {
+		m.quitRival(peer)
 		return
 	}
 	if p.Type == tsp.Loop || p.Type == tsp.MasterUp {
