@@ -53,6 +53,11 @@ type Daemon struct {
 	cancelRound context.CancelFunc
 	rounds      sync.WaitGroup
 
+	// driftPath is the drift file (drift.go), "" for none or without a
+	// frequency discipline; driftEvery how often it is saved.
+	driftPath  string
+	driftEvery time.Duration
+
 	st        status             // what `timedc status` shows; owned by the loop
 	ring      *live.Runner       // live ring elections (ring.go); owned by the loop
 	quit      context.CancelFunc // ends Run (control socket's quit)
@@ -124,10 +129,11 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		// A baseline of most of a round: corrections closer together (a
 		// retransmitted ADJTIME, a forced round) say little about the rate.
 		dc := clocksync.DisciplineConfig{MinInterval: cfg.Election.SyncInterval * 3 / 4}
-		if st, err := d.clock.State(); err == nil {
-			dc.InitialPPM = st.FrequencyPPM // keep what the kernel has learnt
-		}
+		d.driftPath, d.driftEvery = cfg.Sync.DriftFile, driftSaveEvery
+		dc.InitialPPM = d.initialFrequency() // the drift file's, or what the kernel has learnt
 		d.applier.Discipline = clocksync.NewDiscipline(dc)
+	} else if cfg.Sync.DriftFile != "" {
+		log.WithField("drift_file", cfg.Sync.DriftFile).Warn("drift-file ignored: with frequency-discipline off there is no estimate to keep")
 	}
 
 	peers, err := resolvePeers(cfg.Peers)
@@ -279,6 +285,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.flushLogs()
 	notifyReady(d)
+	d.saveDriftEvery(d.driftEvery)
 	watchdog := newWatchdog()
 	defer watchdog.Stop()
 	packets := d.tr.Packets()
@@ -316,5 +323,6 @@ func (d *Daemon) shutdown() {
 	}
 	d.cancelRound()
 	d.rounds.Wait()
+	d.saveDrift()
 	d.log.Info("timed stopped")
 }
