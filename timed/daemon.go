@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -58,12 +59,13 @@ type Daemon struct {
 	driftPath  string
 	driftEvery time.Duration
 
-	st        status             // what `timedc status` shows; owned by the loop
-	ring      *live.Runner       // live ring elections (ring.go); owned by the loop
-	quit      context.CancelFunc // ends Run (control socket's quit)
-	trustGen  uint64             // the -F list in force; older retries stop
-	admins    adminSources       // who may send admin packets (admin.go)
-	stateLock *os.File           // the state directory's lock (auth.go), held until closeResources
+	st        status                    // what `timedc status` shows; owned by the loop
+	syncPub   atomic.Pointer[syncFacts] // the loop's sync facts, for the metrics server (sync.go)
+	ring      *live.Runner              // live ring elections (ring.go); owned by the loop
+	quit      context.CancelFunc        // ends Run (control socket's quit)
+	trustGen  uint64                    // the -F list in force; older retries stop
+	admins    adminSources              // who may send admin packets (admin.go)
+	stateLock *os.File                  // the state directory's lock (auth.go), held until closeResources
 	// Lines about what others sent are rate-limited: refusals of the
 	// election machine once a minute per kind and source, refused admin
 	// packets once per source; both flushed with their counts (flushLogs).
@@ -284,6 +286,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		rt.step(election.Start{}, time.Time{})
 	}
 	d.flushLogs()
+	d.publishSync()
 	notifyReady(d)
 	d.saveDriftEvery(d.driftEvery)
 	watchdog := newWatchdog()
@@ -313,6 +316,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-watchdog.C():
 			notifyWatchdog(d)
 		}
+		d.publishSync()
 	}
 }
 
