@@ -124,7 +124,11 @@ func statusText(s *control.Status) string {
 	case c == nil:
 		row("last correction", "none yet")
 	case y != nil && y.LastCorrectionAgeSecs != nil:
-		row("last correction", "%s %s from %s, %s ago", c.Kind, offsetStr(c.Secs), orUnknown(c.From), secs(*y.LastCorrectionAgeSecs))
+		from := orUnknown(c.From)
+		if c.From == s.Hostname {
+			from = "this host's round (its own share)"
+		}
+		row("last correction", "%s %s from %s, %s ago", c.Kind, offsetStr(c.Secs), from, secs(*y.LastCorrectionAgeSecs))
 	default:
 		row("last correction", "%s %s at %s", c.Kind, offsetStr(c.Secs), c.At.Format(time.RFC3339))
 	}
