@@ -255,6 +255,18 @@ func (a *Applier) Alarm() AlarmState {
 	return a.alarm
 }
 
+// Frequency is the Discipline's frequency setting in ppm and how many
+// rate estimates it has taken in, for status and the drift file; ok is
+// false without a Discipline.
+func (a *Applier) Frequency() (ppm float64, estimates int, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.Discipline == nil {
+		return 0, 0, false
+	}
+	return a.Discipline.Frequency(), a.Discipline.Estimates(), true
+}
+
 // ApplyAdjust applies an ADJTIME correction (or the master's own).
 func (a *Applier) ApplyAdjust(corr time.Duration) (Applied, error) {
 	return a.apply(corr, false)

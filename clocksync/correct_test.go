@@ -151,4 +151,10 @@ func TestApplierDiscipline(t *testing.T) {
 	if off := absDur(c.Offset()); off > time.Microsecond {
 		t.Fatalf("offset after discipline %v", off)
 	}
+	if ppm, n, ok := a.Frequency(); !ok || ppm != st.FrequencyPPM || n < 1 {
+		t.Fatalf("Frequency() = %v, %d, %v; want the clock's %v after estimates", ppm, n, ok, st.FrequencyPPM)
+	}
+	if _, _, ok := (&Applier{Clock: c}).Frequency(); ok {
+		t.Fatal("Frequency() ok without a Discipline")
+	}
 }

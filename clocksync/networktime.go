@@ -76,6 +76,11 @@ type NetworkResult struct {
 	// two stages gave.
 	Bounded   bool
 	Unbounded time.Duration
+	// Used[i] says whether hosts[i] was kept in the second stage, so that
+	// its offset counted in the result (a responsive host left out is
+	// beyond the window of the median: an outlier). Nil when no host was
+	// responsive and trusted, and so only the master voted.
+	Used []bool
 }
 
 // NetworkTimeBSD is BSD's networkdelta: the master (offset 0) and every
@@ -115,7 +120,7 @@ func NetworkTimeBSD(hosts []HostOffset) time.Duration {
 // 1–3 gave it.
 func NetworkTime(hosts []HostOffset, opt NetworkOptions) NetworkResult {
 	opt = opt.withDefaults()
-	res := networkTime(hosts, opt)
+	res := networkTime(hosts, opt, true)
 	res.Unbounded = res.Offset
 	if opt.MaxSourceInfluence > 0 {
 		boundInfluence(&res, hosts, opt)
@@ -133,7 +138,7 @@ func boundInfluence(res *NetworkResult, hosts []HostOffset, opt NetworkOptions) 
 			continue // took no part, or agrees with the result
 		}
 		without = append(append(without[:0], hosts[:i]...), hosts[i+1:]...)
-		r := networkTime(without, opt).Offset
+		r := networkTime(without, opt, false).Offset
 		if distance(r, res.Offset) <= b {
 			continue // within the bound already
 		}
@@ -147,8 +152,9 @@ func boundInfluence(res *NetworkResult, hosts []HostOffset, opt NetworkOptions) 
 	}
 }
 
-// networkTime is steps 1–3 of NetworkTime; opt has its defaults.
-func networkTime(hosts []HostOffset, opt NetworkOptions) NetworkResult {
+// networkTime is steps 1–3 of NetworkTime; opt has its defaults. With
+// used it reports which hosts were kept (NetworkResult.Used).
+func networkTime(hosts []HostOffset, opt NetworkOptions, used bool) NetworkResult {
 	self := HostOffset{Trusted: true, Responsive: true}
 	votes := []time.Duration{0}
 	for _, h := range hosts {
@@ -161,14 +167,20 @@ func networkTime(hosts []HostOffset, opt NetworkOptions) NetworkResult {
 	}
 	med := median(votes)
 	res := NetworkResult{Median: med, Voters: len(votes)}
+	if used {
+		res.Used = make([]bool, len(hosts))
+	}
 	var kept []HostOffset
-	for _, h := range append([]HostOffset{self}, hosts...) {
+	for i, h := range append([]HostOffset{self}, hosts...) {
 		if !h.Responsive {
 			continue
 		}
 		dist := distance(h.Offset, med)
 		if dist <= opt.Window && (h.Trusted || dist <= opt.UntrustedWindow) {
 			kept = append(kept, h)
+			if used && i > 0 {
+				res.Used[i-1] = true
+			}
 		}
 	}
 	res.Kept = len(kept)

@@ -1,6 +1,7 @@
 package clocksync
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -75,6 +76,9 @@ func TestNetworkTimeUntrustedWindow(t *testing.T) {
 	if r.Voters != 3 || r.Median != 10*ms || r.Kept != 4 || r.Offset != 10*ms {
 		t.Fatalf("%+v", r)
 	}
+	if want := []bool{true, true, true, false, false}; !slices.Equal(r.Used, want) {
+		t.Fatalf("used %v, want %v (the far and the dead host left out)", r.Used, want)
+	}
 	r = NetworkTime(append(h, near, near, near), NetworkOptions{BSD: true})
 	// Kept {0, 10, 10, 16, 16, 16}: median 13.
 	if r.Kept != 6 || r.Offset != 13*ms {
@@ -85,8 +89,12 @@ func TestNetworkTimeUntrustedWindow(t *testing.T) {
 // Ours: same stages, weighted mean of the kept hosts.
 func TestNetworkTimeWeighted(t *testing.T) {
 	// Kept {0 (self), 3, 6}, equal weights at the floor: mean 3.
-	if r := NetworkTime(hosts(3*ms, 6*ms, time.Second), NetworkOptions{}); r.Offset != 3*ms || r.Kept != 3 {
+	if r := NetworkTime(hosts(3*ms, 6*ms, time.Second), NetworkOptions{}); r.Offset != 3*ms || r.Kept != 3 || !slices.Equal(r.Used, []bool{true, true, false}) {
 		t.Fatalf("equal weights: %+v", r)
+	}
+	// Only the master votes: nobody is used.
+	if r := NetworkTime([]HostOffset{{Offset: ms}}, NetworkOptions{}); r.Used != nil && r.Used[0] {
+		t.Fatalf("an unresponsive host used: %+v", r)
 	}
 	// A host measured over a slow path (error bound 10 ms) counts for
 	// (0.1/10)² = 1e-4 of the others.

@@ -100,6 +100,10 @@ type Sync struct {
 	// MaxSourceInfluence bounds how far one disagreeing host can move the
 	// master's network time in a round; 0: no bound (BSD).
 	MaxSourceInfluence time.Duration
+	// DriftFile keeps the frequency estimate across restarts (chrony's
+	// driftfile): read at start, written every hour and at stop; empty:
+	// nothing kept.
+	DriftFile string
 }
 
 // profiles are the timer defaults a run starts from: BSD's values, or the
@@ -186,6 +190,7 @@ func AddFlags(fs *pflag.FlagSet) {
 		fs.String(k.key, "", k.usage+" (Go duration; default from --profile, or derived from the timers it must stay in order with)")
 	}
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
+	fs.String("drift-file", "", "file keeping the frequency estimate (ppm) across restarts: read at start, written hourly and at stop (default: none; the unit sets /var/lib/timed/drift)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
 	fs.String("auth-keys", "", "key file, chrony's format (ID TYPE KEY), readable by its owner only")
 	fs.Uint32("auth-sign-key", 0, "ID of the key to sign with (default: the lowest in the file)")
@@ -386,6 +391,7 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 		}
 	}
 	c.Sync.FrequencyDiscipline = r.boolean("frequency-discipline")
+	c.Sync.DriftFile = r.scalar("drift-file", "a path")
 	c.Auth = authSettings(r)
 
 	t := newTimers(c)
@@ -487,7 +493,7 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"port": strconv.Itoa(c.Port), "hostname": c.Hostname, "interfaces": c.Interfaces,
 		"peers": strings.Join(c.Peers, ","), "clock": c.Clock, "control-socket": c.ControlSocket,
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
-		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline),
+		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline), "drift-file": c.Sync.DriftFile,
 		"auth": c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
 		"unsigned-peers": joinPrefixes(c.Auth.UnsignedPeers), "auth-window": c.Auth.Window.String(), "state-dir": c.Auth.StateDir,
 	}

@@ -289,6 +289,7 @@ func TestMetrics(t *testing.T) {
 		`timed_state{state="`, "timed_elections_total", `timed_packets_total{direction="rx",type="MASTERREQ"}`,
 		`timed_packets_total{direction="tx",type="MASTERREQ"}`, "timed_dropped_packets_total", "timed_offset_seconds",
 		"\ntimed_alarm 0\n", "\ntimed_corrections_refused_total 0\n", "go_goroutines", "process_cpu_seconds_total",
+		"\ntimed_synchronised ",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

@@ -40,7 +40,8 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	}
 	for _, want := range []string{"Type=notify", "WatchdogSec=", "NoNewPrivileges=yes", "ProtectSystem=strict",
 		"CapabilityBoundingSet=CAP_SYS_TIME CAP_NET_BIND_SERVICE CAP_NET_RAW", "SystemCallFilter=@system-service @clock",
-		"RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK", "RuntimeDirectory=timed"} {
+		"RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK", "RuntimeDirectory=timed",
+		"StateDirectory=timed", "Environment=TIMED_DRIFT_FILE=/var/lib/timed/drift"} {
 		if !strings.Contains(string(unit), want) {
 			t.Errorf("unit lacks %q", want)
 		}

@@ -71,7 +71,7 @@ func (d *Daemon) operatorStep(req control.Request) control.Response {
 		d.log.WithError(err).Error("operator's step failed")
 		return fail("%v", err)
 	}
-	d.st.corrected(a)
+	d.st.corrected(a, operatorFrom)
 	d.metrics.corrected(a)
 	d.alarmNotify()
 	res.Correction = *d.st.lastCorrection

@@ -47,6 +47,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 	switch req.Cmd {
 	case control.CmdStatus:
 		return control.Response{OK: true, Status: d.snapshot()}
+	case control.CmdSources:
+		return control.Response{OK: true, Sources: d.sources(time.Now())}
 	case control.CmdTrace:
 		d.setTrace(req.On)
 		return control.Response{OK: true, Status: d.snapshot()}
@@ -64,7 +66,7 @@ func (d *Daemon) control(req control.Request) control.Response {
 		}
 		return control.Response{OK: true}
 	}
-	return control.Response{Error: fmt.Sprintf("unknown command %q (status, trace, election, step, quit)", req.Cmd)}
+	return control.Response{Error: fmt.Sprintf("unknown command %q (status, sources, trace, election, step, quit)", req.Cmd)}
 }
 
 // Reload applies what can change without a restart (log level, trusted

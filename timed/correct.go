@@ -14,16 +14,18 @@ import (
 
 // applyAdjust slews (or steps, past the threshold) the local clock by a
 // correction from the master, or by the master's own share.
-func (d *Daemon) applyAdjust(delta time.Duration, from string) {
+func (d *Daemon) applyAdjust(delta time.Duration, from string) (clocksync.Applied, error) {
 	a, err := d.applier.ApplyAdjust(delta)
 	d.applied(a, err, from)
+	return a, err
 }
 
 // applySetTime sets the clock to a SETTIME's time, corrected for the time
 // the packet waited since it arrived.
-func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) {
+func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) (clocksync.Applied, error) {
 	a, err := d.applier.ApplySetTime(to, queued)
 	d.applied(a, err, from)
+	return a, err
 }
 
 func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
@@ -40,7 +42,7 @@ func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
 		d.log.WithFields(fields).WithError(err).Error("correction failed")
 		return
 	}
-	d.st.corrected(a)
+	d.st.corrected(a, from)
 	d.metrics.corrected(a)
 	if a.Alarm {
 		// In alarm the clock moved by max-step only, at most once a round:

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -53,12 +54,18 @@ type Daemon struct {
 	cancelRound context.CancelFunc
 	rounds      sync.WaitGroup
 
-	st        status             // what `timedc status` shows; owned by the loop
-	ring      *live.Runner       // live ring elections (ring.go); owned by the loop
-	quit      context.CancelFunc // ends Run (control socket's quit)
-	trustGen  uint64             // the -F list in force; older retries stop
-	admins    adminSources       // who may send admin packets (admin.go)
-	stateLock *os.File           // the state directory's lock (auth.go), held until closeResources
+	// driftPath is the drift file (drift.go), "" for none or without a
+	// frequency discipline; driftEvery how often it is saved.
+	driftPath  string
+	driftEvery time.Duration
+
+	st        status                    // what `timedc status` shows; owned by the loop
+	syncPub   atomic.Pointer[syncFacts] // the loop's sync facts, for the metrics server (sync.go)
+	ring      *live.Runner              // live ring elections (ring.go); owned by the loop
+	quit      context.CancelFunc        // ends Run (control socket's quit)
+	trustGen  uint64                    // the -F list in force; older retries stop
+	admins    adminSources              // who may send admin packets (admin.go)
+	stateLock *os.File                  // the state directory's lock (auth.go), held until closeResources
 	// Lines about what others sent are rate-limited: refusals of the
 	// election machine once a minute per kind and source, refused admin
 	// packets once per source; both flushed with their counts (flushLogs).
@@ -124,10 +131,11 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		// A baseline of most of a round: corrections closer together (a
 		// retransmitted ADJTIME, a forced round) say little about the rate.
 		dc := clocksync.DisciplineConfig{MinInterval: cfg.Election.SyncInterval * 3 / 4}
-		if st, err := d.clock.State(); err == nil {
-			dc.InitialPPM = st.FrequencyPPM // keep what the kernel has learnt
-		}
+		d.driftPath, d.driftEvery = cfg.Sync.DriftFile, driftSaveEvery
+		dc.InitialPPM = d.initialFrequency() // the drift file's, or what the kernel has learnt
 		d.applier.Discipline = clocksync.NewDiscipline(dc)
+	} else if cfg.Sync.DriftFile != "" {
+		log.WithField("drift_file", cfg.Sync.DriftFile).Warn("drift-file ignored: with frequency-discipline off there is no estimate to keep")
 	}
 
 	peers, err := resolvePeers(cfg.Peers)
@@ -278,7 +286,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		rt.step(election.Start{}, time.Time{})
 	}
 	d.flushLogs()
+	d.publishSync()
 	notifyReady(d)
+	d.saveDriftEvery(d.driftEvery)
 	watchdog := newWatchdog()
 	defer watchdog.Stop()
 	packets := d.tr.Packets()
@@ -306,6 +316,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-watchdog.C():
 			notifyWatchdog(d)
 		}
+		d.publishSync()
 	}
 }
 
@@ -316,5 +327,6 @@ func (d *Daemon) shutdown() {
 	}
 	d.cancelRound()
 	d.rounds.Wait()
+	d.saveDrift()
 	d.log.Info("timed stopped")
 }

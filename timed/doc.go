@@ -19,8 +19,9 @@
 //
 // Only the first network is served until multi-network support lands:
 // the others are logged as ignored and their packets go to the first
-// runtime, as they did to the one machine before; `timedc status`, the
-// systemd status and ring elections show the first network.
+// runtime, as they did to the one machine before; ring elections and the
+// top of `timedc status` show the first network, its list of networks
+// (and `timedc sources`, and the sync state) every served one.
 //
 // # One goroutine
 //
@@ -45,7 +46,10 @@
 // hosts election/ring/live's runner of live ring elections (timedc ring
 // elect);
 // status.go, control.go, metrics.go and notify.go are what the daemon
-// tells timedc, Prometheus and systemd; admin.go decides who may send
+// tells timedc, Prometheus and systemd; sync.go judges whether the host
+// is synchronised, estimates its offset from network time and lists its
+// sources; drift.go keeps the frequency estimate across restarts
+// (--drift-file); admin.go decides who may send
 // admin packets; reload.go is SIGHUP; trust.go resolves the -F list;
 // logging.go builds the logger.
 package timed

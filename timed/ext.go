@@ -23,6 +23,7 @@ func (d *Daemon) receiveExt(r udp.Received) {
 		if err := d.tr.SendExt(&reply, r.From); err != nil {
 			d.log.WithError(err).Debug("probe reply not sent")
 		}
+		d.st.probedBy(r.From, time.Now()) // how our master measures us (sync.go)
 	case tsp.ExtProbeReply:
 		d.probe.Deliver(dg)
 	case tsp.ExtRing, tsp.ExtRingCtl:

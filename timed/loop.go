@@ -60,13 +60,15 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 	case election.SyncRound:
 		rt.startSyncRound(a)
 	case election.AdjustClock:
-		d.applyAdjust(a.Delta, a.Master)
+		applied, _ := d.applyAdjust(a.Delta, a.Master) // applied logs failures
+		rt.st.heard.heard(a.Master, time.Now(), applied.Requested, d.cfg.Election.SyncInterval)
 	case election.SetClock:
 		queued := time.Duration(0)
 		if !arrived.IsZero() {
 			queued = time.Since(arrived)
 		}
-		d.applySetTime(a.Time, queued, a.Master)
+		applied, _ := d.applySetTime(a.Time, queued, a.Master)
+		rt.st.heard.heard(a.Master, time.Now(), applied.Requested, d.cfg.Election.SyncInterval)
 	case election.Refused:
 		rt.st.refusedPacket(a.Reason)
 		// Refusals come at the rate of whoever sends them: the log says

@@ -28,9 +28,10 @@ type fallbackMeasurer struct {
 }
 
 type hostProtocol struct {
-	ours      bool // answered the probe
-	bsd       bool // ignored the probe, answered ICMP
-	sinceProb int  // ICMP measurements since the probe was last tried
+	ours      bool   // answered the probe
+	bsd       bool   // ignored the probe, answered ICMP
+	sinceProb int    // ICMP measurements since the probe was last tried
+	last      string // method of the last measurement that succeeded: "probe" or "icmp"
 }
 
 const (
@@ -80,11 +81,30 @@ func (f *fallbackMeasurer) record(host netip.AddrPort, ours, bsd bool) {
 	defer f.mu.Unlock()
 	h := f.entry(host)
 	h.ours, h.bsd = ours, bsd
+	h.last = "probe"
+	if bsd {
+		h.last = "icmp"
+	}
+}
+
+// method is how host was last measured: "probe", "icmp", or "" if it has
+// not been yet.
+func (f *fallbackMeasurer) method(host netip.AddrPort) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil {
+		return h.last
+	}
+	return ""
 }
 
 func (f *fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (clocksync.Measurement, error) {
 	if f.useICMP(host) {
-		return f.icmp.Measure(ctx, host)
+		m, err := f.icmp.Measure(ctx, host)
+		if err == nil {
+			f.record(host, false, true)
+		}
+		return m, err
 	}
 	m, err := f.probe.Measure(ctx, host)
 	if err == nil {

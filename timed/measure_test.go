@@ -45,6 +45,9 @@ func TestFallbackMeasurerRemembers(t *testing.T) {
 		t.Errorf("BSD host measured by ICMP %d times, want every round (%d)", icmp.calls[bsd], rounds)
 	}
 	f.Measure(context.Background(), ours)
+	if b, o, n := f.method(bsd), f.method(ours), f.method(netip.MustParseAddrPort("10.0.0.4:525")); b != "icmp" || o != "probe" || n != "" {
+		t.Errorf("methods: BSD host %q, ours %q, unmeasured %q; want icmp, probe, none", b, o, n)
+	}
 	probe.ok[ours] = false // its probe answers get lost now
 	if _, err := f.Measure(context.Background(), ours); err == nil || icmp.calls[ours] != 0 {
 		t.Fatalf("our daemon fell back to ICMP (%d calls, err %v): the kernel's clock is not the one synchronised", icmp.calls[ours], err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp/udp"
 )
 
@@ -69,7 +70,7 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 			return 0
 		})
 	reg.MustRegister(m.alarm, m.refusedCorr, m.state, m.elections, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
-		transportCollector{d.tr}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		syncCollector{d}, transportCollector{d.tr}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("metrics-listen %s: %w", listen, err)
@@ -135,6 +136,51 @@ func (m *metrics) roundMeasured(s syncDone) {
 	for i, r := range s.measured {
 		if r.Err == nil {
 			m.slaveOffset.WithLabelValues(s.slaves[i].Name).Set(r.Offset.Seconds())
+		}
+	}
+}
+
+// syncCollector exposes the sync state, judged at scrape time from the
+// facts the loop last published (sync.go), so that a host whose master
+// fell silent turns unsynchronised without an event to say so.
+type syncCollector struct{ d *Daemon }
+
+var (
+	syncedDesc = prometheus.NewDesc("timed_synchronised",
+		"1 while the host is synchronised (README, \"Is it synchronised?\"): a slave that applied its master's correction within 2 sync intervals, "+
+			"a master whose last round within 2 sync intervals measured a slave, or that has none; 0 otherwise, and in alarm.", nil, nil)
+	corrAgeDesc = prometheus.NewDesc("timed_last_correction_age_seconds",
+		"Time since the last correction applied to the local clock; absent before the first.", nil, nil)
+	estOffsetDesc = prometheus.NewDesc("timed_estimated_offset_seconds",
+		"The local clock minus network time, estimated now from the last round (master) or correction (slave); absent while nothing is known.", nil, nil)
+	estErrorDesc = prometheus.NewDesc("timed_estimated_error_bound_seconds",
+		"Bound of timed_estimated_offset_seconds's error, where this host knows it (a master); absent elsewhere.", nil, nil)
+)
+
+func (c syncCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- syncedDesc
+	ch <- corrAgeDesc
+	ch <- estOffsetDesc
+	ch <- estErrorDesc
+}
+
+func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
+	f := c.d.syncPub.Load()
+	if f == nil {
+		return // not running yet
+	}
+	v := f.view(time.Now(), c.d.applier.Alarm())
+	synced := 0.0
+	if v.State == control.Synchronised {
+		synced = 1
+	}
+	ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced)
+	for _, g := range []struct {
+		desc *prometheus.Desc
+		v    *float64
+	}{{corrAgeDesc, v.LastCorrectionAgeSecs}, {estOffsetDesc, v.OffsetSecs}, {estErrorDesc, v.ErrorBoundSecs}} {
+		if g.v != nil {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, *g.v)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package timed
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"time"
 
@@ -17,30 +18,70 @@ type status struct {
 	started        time.Time
 	trace          bool
 	lastCorrection *control.Correction // of the host clock, whichever network's master asked
+	correctedAt    time.Time           // time.Now() of lastCorrection, for its age
 	frequencyPPM   float64
-	unknownTypes   uint64
-	refusedAdmins  uint64 // admin packets from an unprivileged source
-	alarm          bool   // the max-step alarm as systemd was last told
+	freqChange     float64   // the discipline's last change of frequencyPPM
+	freqChangedAt  time.Time // when; zero if it has not changed since start
+	basis          *basis    // what the offset from network time is estimated from (sync.go)
+	dryRun         bool      // the clock is never moved (--clock dry-run)
+	// probes: when each host last probed this one (sync.go's master's
+	// method); bounded by maxProbers.
+	probes        map[netip.AddrPort]time.Time
+	unknownTypes  uint64
+	refusedAdmins uint64 // admin packets from an unprivileged source
+	alarm         bool   // the max-step alarm as systemd was last told
 }
 
 func (s *status) init(d *Daemon) {
 	s.started = time.Now()
 	s.trace = d.cfg.Trace
+	_, s.dryRun = d.clock.(*clocksync.DryRunClock)
+	if ppm, _, ok := d.applier.Frequency(); ok {
+		s.frequencyPPM = ppm
+	}
 }
 
 func (s *status) dropUnknownType() { s.unknownTypes++ }
 
 func (s *status) refusedAdmin() { s.refusedAdmins++ }
 
-func (s *status) corrected(a clocksync.Applied) {
+// corrected records a correction applied to the clock at the request of
+// from (a master's name, this host's for a master's own share,
+// operatorFrom): the last correction, the frequency's change, and the
+// estimate of the offset from network time that follows from it.
+func (s *status) corrected(a clocksync.Applied, from string) {
 	kind := "slew"
 	if a.Action == clocksync.Stepped {
 		kind = "step"
 	}
-	s.lastCorrection = &control.Correction{Kind: kind, Secs: a.By.Seconds(), At: time.Now()}
+	now := time.Now()
+	s.lastCorrection = &control.Correction{Kind: kind, Secs: a.By.Seconds(), At: now, From: from}
+	s.correctedAt = now
 	if a.FreqChanged {
+		s.freqChange, s.freqChangedAt = a.FrequencyPPM-s.frequencyPPM, now
 		s.frequencyPPM = a.FrequencyPPM
 	}
+	if from == operatorFrom {
+		// The operator's step moved the clock by what they chose: how far
+		// it is now from network time, the next correction will say.
+		s.basis = nil
+		return
+	}
+	s.basis = s.correctionBasis(now, a, from)
+}
+
+// operatorFrom is the From of `timedc step`'s corrections.
+const operatorFrom = "operator"
+
+// maxProbers bounds status.probes; past it the table starts afresh.
+const maxProbers = 64
+
+// probedBy notes a clock probe from host (ext.go).
+func (s *status) probedBy(host netip.AddrPort, at time.Time) {
+	if s.probes == nil || len(s.probes) >= maxProbers && s.probes[host].IsZero() {
+		s.probes = map[netip.AddrPort]time.Time{}
+	}
+	s.probes[host] = at
 }
 
 // netStatus is one network's part of the status: its elections, the
@@ -51,6 +92,8 @@ type netStatus struct {
 	lastElection  time.Duration
 	slaves        map[string]*control.Slave
 	refused       map[election.RefuseReason]uint64 // packets the machine would not obey
+	round         roundInfo                        // as master: its last sync round (sync.go)
+	heard         heardMaster                      // as slave: the corrections its master sent (sync.go)
 }
 
 // stateChanged times elections: from the first candidacy (ours or one we
@@ -87,7 +130,7 @@ func (s *netStatus) setSlaves(list []election.Peer) {
 	for _, p := range list {
 		sl := s.slaves[p.Name]
 		if sl == nil {
-			sl = &control.Slave{}
+			sl = &control.Slave{State: "new"}
 		}
 		sl.Peer = control.Peer{Name: p.Name, Address: p.Addr.String()}
 		next[p.Name] = sl
@@ -95,21 +138,42 @@ func (s *netStatus) setSlaves(list []election.Peer) {
 	s.slaves = next
 }
 
-func (s *netStatus) roundMeasured(r syncDone) {
+// roundMeasured takes in a round's measurements: each slave's, its reach
+// and whether its offset counted in the network time; and the round's
+// own record (sync.go). method says how a host was measured.
+func (s *netStatus) roundMeasured(r syncDone, now time.Time, method func(netip.AddrPort) string) {
+	s.round = roundInfo{at: now, slaves: len(r.slaves), dictated: r.network.Voters == 0, offset: r.network.Offset}
 	for i, m := range r.measured {
+		ok := m.Err == nil
+		if ok {
+			s.round.measured++
+			s.round.bound = max(s.round.bound, m.ErrorBound)
+		}
 		sl := s.slaves[r.slaves[i].Name]
 		if sl == nil {
 			continue
 		}
-		if m.Err != nil {
+		sl.Reach <<= 1
+		if !ok {
 			sl.Failures++
+			sl.State = "unreachable"
 			continue
 		}
+		sl.Reach |= 1
 		sl.Failures = 0
 		sl.OffsetSecs = m.Offset.Seconds()
 		sl.ErrorBoundSecs = m.ErrorBound.Seconds()
 		sl.RTTSecs = m.RTT.Seconds()
-		sl.LastSeen = time.Now()
+		sl.LastSeen = now
+		sl.Method = method(m.Host)
+		switch {
+		case r.network.Used == nil:
+			sl.State = "measured" // no vote: a date change's rounds, or no trusted slave
+		case r.network.Used[i]:
+			sl.State = "kept"
+		default:
+			sl.State = "outlier"
+		}
 	}
 }
 
@@ -136,10 +200,17 @@ func (d *Daemon) snapshot() *control.Status {
 	if sim, ok := d.clock.(*clocksync.SimClock); ok {
 		st.OffsetSecs = sim.Offset().Seconds()
 	}
+	st.Sync = d.syncFacts().view(time.Now(), d.applier.Alarm())
 	for _, n := range d.tr.Networks() {
 		net := control.Network{Address: d.tr.LocalAddr().String()}
 		if !n.Peers {
 			net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Broadcast: n.Broadcast.String()}
+		}
+		net.State = "ignored"
+		for _, rt := range d.runtimes {
+			if rt.network == n {
+				rt.fillNetwork(&net)
+			}
 		}
 		st.Networks = append(st.Networks, net)
 	}
@@ -182,19 +253,38 @@ func (rt *netRuntime) fillStatus(st *control.Status) {
 	}
 	st.Elections = rt.st.elections
 	st.LastElection = rt.st.lastElection.Seconds()
-	if m, ok := rt.m.Master(); ok {
-		addr := m.Addr.String()
-		if m.Name == d.hostname {
-			addr = d.tr.LocalAddr().String()
-		}
-		st.Master = &control.Peer{Name: m.Name, Address: addr}
-	}
+	st.Master = rt.masterPeer()
 	if rt.m.State() == election.Master {
 		for _, sl := range rt.st.slaves {
 			st.Slaves = append(st.Slaves, *sl)
 		}
 		sort.Slice(st.Slaves, func(i, j int) bool { return st.Slaves[i].Name < st.Slaves[j].Name })
 	}
+}
+
+// fillNetwork fills in this network's entry of the list: its state,
+// master and slaves.
+func (rt *netRuntime) fillNetwork(net *control.Network) {
+	net.Served = true
+	net.State = rt.m.State().String()
+	net.Master = rt.masterPeer()
+	if rt.m.State().IsMaster() {
+		net.Slaves = len(rt.st.slaves)
+	}
+}
+
+// masterPeer is the master this network's machine knows, or nil; this
+// host's own address when it is the master.
+func (rt *netRuntime) masterPeer() *control.Peer {
+	m, ok := rt.m.Master()
+	if !ok {
+		return nil
+	}
+	addr := m.Addr.String()
+	if m.Name == rt.d.hostname {
+		addr = rt.d.tr.LocalAddr().String()
+	}
+	return &control.Peer{Name: m.Name, Address: addr}
 }
 
 // countPackets adds per-type counts (TSP types or extension kinds) to the

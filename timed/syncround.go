@@ -97,7 +97,7 @@ func networkOptions(cfg *config.Config) clocksync.NetworkOptions {
 // and applies the master's own share to its clock.
 func (rt *netRuntime) syncFinished(s syncDone) {
 	d := rt.d
-	rt.st.roundMeasured(s)
+	rt.st.roundMeasured(s, time.Now(), d.methodOf)
 	d.metrics.roundMeasured(s)
 	failed := 0
 	for i, m := range s.measured {
@@ -109,7 +109,10 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 	rt.log.WithFields(logrus.Fields{"round": s.result.Round, "slaves": len(s.slaves), "unmeasured": failed,
 		"network_offset": s.network.Offset, "kept": s.network.Kept}).Debug("sync round measured")
 	rt.step(s.result, time.Time{})
+	var own clocksync.Applied
+	var err error
 	if s.result.Own != 0 {
-		d.applyAdjust(s.result.Own, d.hostname)
+		own, err = d.applyAdjust(s.result.Own, d.hostname)
 	}
+	d.st.basis = d.roundBasis(rt.st.round, own, err == nil && own.Action != clocksync.Refused)
 }

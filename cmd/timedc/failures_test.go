@@ -149,6 +149,8 @@ func TestOneJSONShape(t *testing.T) {
 		{[]string{"ring", "algorithms"}, nil, false, []string{"name", "topology", "live"}},
 		{[]string{"--control-socket", sock, "status"}, []string{"localhost"}, false, []string{"state", "hostname", "control_socket"}},
 		{[]string{"--control-socket", sock, "step", "--to-network"}, []string{"localhost"}, false, []string{"correction", "control_socket"}},
+		{[]string{"--control-socket", sock, "sources"}, []string{"localhost"}, false, []string{"sources", "hostname", "control_socket"}},
+		{[]string{"--control-socket", filepath.Join(t.TempDir(), "none.sock"), "sources"}, []string{"localhost"}, true, nil},
 		{[]string{"--control-socket", filepath.Join(t.TempDir(), "none.sock"), "status"}, []string{"localhost"}, true, nil},
 	}
 	if os.Geteuid() == 0 {

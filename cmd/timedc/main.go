@@ -1,8 +1,8 @@
 // Command timedc is the admin tool of timed. Its BSD commands (msite,
 // trace, election, clockdiff) speak TSP over UDP exactly as BSD's timedc
 // does, so they work against BSD daemons too; `status` and `step` speak to
-// the local daemon's control socket. Without arguments it prompts, like
-// BSD's.
+// the local daemon's control socket, as does `sources`. Without arguments
+// it prompts, like BSD's.
 package main
 
 import (
@@ -30,7 +30,9 @@ type options struct {
 	timeout       time.Duration
 	controlSocket string
 	out           io.Writer
-	prompting     bool // inside the interactive loop
+	prompting     bool      // inside the interactive loop
+	screen        io.Writer // the raw terminal for --watch's clear sequence; nil when stdout is not one
+	compact       bool      // JSON on one line (--watch's JSON Lines)
 
 	authKeys    string       // key file to sign with (auth.go)
 	authSignKey uint32       // key ID to sign with; 0: the lowest
@@ -43,6 +45,9 @@ var version = "dev"
 
 func main() {
 	opts := &options{out: safeWriter{os.Stdout}, port: 525, controlSocket: config.DefaultControlSocket}
+	if isTerminal(os.Stdout) {
+		opts.screen = os.Stdout
+	}
 	root := newRoot(opts)
 	root.AddCommand(gendocs.Command()) // hidden: make man's `timedc gen-docs DIR`
 	root.SetArgs(negativesAsArguments(os.Args[1:]))
@@ -74,11 +79,11 @@ func newRoot(opts *options) *cobra.Command {
 	root.PersistentFlags().BoolVar(&opts.json, "json", opts.json, "print results as JSON")
 	root.PersistentFlags().IntVar(&opts.port, "port", opts.port, "UDP port of the daemons (a host may also be given as host:port)")
 	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", opts.timeout, "how long to wait for answers (default: BSD's, per command)")
-	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, step)")
+	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, sources, step)")
 	root.PersistentFlags().StringVar(&opts.authKeys, "auth-keys", opts.authKeys, "key file to sign with, for daemons with --auth (default: TIMED_AUTH_KEYS, or the daemon's configuration)")
 	root.PersistentFlags().Uint32Var(&opts.authSignKey, "auth-sign-key", opts.authSignKey, "ID of the key to sign with (default: the lowest)")
 	root.SetOut(opts.out)
-	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), stepCmd(opts), clockdiffCmd(opts), ringCmd(opts),
+	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), sourcesCmd(opts), stepCmd(opts), clockdiffCmd(opts), ringCmd(opts),
 		&cobra.Command{Use: "quit", Short: "exit timedc", Aliases: []string{"exit"}, RunE: func(*cobra.Command, []string) error { return errQuit }})
 	return root
 }
@@ -130,7 +135,9 @@ const schemaVersion = 1
 func (o *options) emit(v any, text string) error {
 	if o.json {
 		enc := json.NewEncoder(o.out)
-		enc.SetIndent("", "  ")
+		if !o.compact {
+			enc.SetIndent("", "  ")
+		}
 		return enc.Encode(v)
 	}
 	_, err := fmt.Fprintln(o.out, text)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -19,20 +20,50 @@ import (
 const localHost = "localhost"
 
 func statusCmd(o *options) *cobra.Command {
-	return &cobra.Command{
+	return watchedLocal(o, &cobra.Command{
 		Use:   "status",
-		Short: "show the local daemon's state, master, slaves and counters (control socket)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.local(cmd.Context(), control.Request{Cmd: control.CmdStatus}, "a status",
-				func(resp *control.Response) (any, string, bool) {
-					if resp.Status == nil {
-						return nil, "", false
-					}
-					return resp.Status, statusText(resp.Status), true
-				})
-		},
+		Short: "show whether the local daemon's clock is synchronised, its offset, frequency, master, networks and counters (control socket)",
+		Long: `status shows the local daemon's state, led by the clock's: synchronised,
+unsynchronised or alarm, and why; its offset from network time (estimated, with its
+error bound where this host knows one), its frequency, its last correction; then
+the master, the networks, the slaves and the counters. With --watch it redraws
+every --interval until Ctrl-C.`,
+	}, control.Request{Cmd: control.CmdStatus}, "a status", func(resp *control.Response) (any, string, bool) {
+		if resp.Status == nil {
+			return nil, "", false
+		}
+		return resp.Status, statusText(resp.Status), true
+	})
+}
+
+func sourcesCmd(o *options) *cobra.Command {
+	return watchedLocal(o, &cobra.Command{
+		Use:   "sources",
+		Short: "list the hosts the local daemon measures (as master) or follows (as slave), as chronyc sources does (control socket)",
+		Long: `sources lists, one row per host, the slaves the local daemon measures as master
+or the master it follows as slave: its role, state, reach (the last 8 rounds in
+octal, as chrony's: 377 is all eight), last offset (its clock minus this one),
+error bound, round trip, age and measurement method (probe or icmp). A slave
+shows what its master's corrections say; their error and round trip are the
+master's to tell. With --watch it redraws every --interval until Ctrl-C.`,
+	}, control.Request{Cmd: control.CmdSources}, "its sources", func(resp *control.Response) (any, string, bool) {
+		if resp.Sources == nil {
+			return nil, "", false
+		}
+		return resp.Sources, sourcesText(resp.Sources), true
+	})
+}
+
+// watchedLocal makes cmd ask the local daemon req and print what answer
+// picks from its response (as local), once or with --watch.
+func watchedLocal(o *options, cmd *cobra.Command, req control.Request, what string, answer func(*control.Response) (any, string, bool)) *cobra.Command {
+	var w watchFlags
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return o.watchOr(cmd.Context(), w, func() error { return o.local(cmd.Context(), req, what, answer) })
 	}
+	w.add(cmd)
+	return cmd
 }
 
 // local sends req to the local daemon and prints its answer as
@@ -61,8 +92,9 @@ func (o *options) local(ctx context.Context, req control.Request, what string, a
 	})
 }
 
-// statusText is status for a person: the alarm first, then state,
-// clock, networks, the slaves' table and the counters.
+// statusText is status for a person: the alarm first, then the sync
+// state and why, the role, then chronyc tracking's kind of lines, the
+// slaves' table and the counters.
 func statusText(s *control.Status) string {
 	var b strings.Builder
 	if a := s.Alarm; a != nil {
@@ -71,26 +103,54 @@ func statusText(s *control.Status) string {
 			"%d corrections refused; `timedc step --to-network` steps it now\n",
 			a.Since.Format(time.RFC3339), a.OffsetSecs, secs(a.MaxStepSecs), a.Refused)
 	}
+	y := s.Sync
+	if y != nil {
+		fmt.Fprintf(&b, "%s: %s\n", y.State, y.Reason)
+	}
 	fmt.Fprintf(&b, "%s is %s for %s", s.Hostname, s.State, secs(s.InStateSecs))
 	if s.Master != nil && s.State != "master" {
 		fmt.Fprintf(&b, "; master %s (%s)", s.Master.Name, s.Master.Address)
 	}
-	fmt.Fprintf(&b, "\nclock %s, frequency %+.3f ppm", s.Clock, s.FrequencyPPM)
-	if c := s.LastCorrection; c != nil {
-		fmt.Fprintf(&b, ", last correction %s %+.6f s at %s", c.Kind, c.Secs, c.At.Format(time.RFC3339))
+	b.WriteString("\n\n")
+	tw := tabwriter.NewWriter(&b, 2, 4, 1, ' ', 0)
+	row := func(key, format string, a ...any) { fmt.Fprintf(tw, "%s:\t%s\n", key, fmt.Sprintf(format, a...)) }
+	if y != nil {
+		row("offset", "%s", offsetLine(y))
+		row("frequency", "%s", frequencyLine(y))
+	} else {
+		row("frequency", "%+.3f ppm", s.FrequencyPPM)
 	}
-	fmt.Fprintf(&b, "\nelections seen %d", s.Elections)
-	if s.LastElection > 0 {
-		fmt.Fprintf(&b, ", last took %s", secs(s.LastElection))
-	}
-	for _, n := range s.Networks {
-		if n.Interface == "" {
-			fmt.Fprintf(&b, "\nnetwork: peers, listening on %s", n.Address)
-			continue
+	switch c := s.LastCorrection; {
+	case c == nil:
+		row("last correction", "none yet")
+	case y != nil && y.LastCorrectionAgeSecs != nil:
+		from := orUnknown(c.From)
+		if c.From == s.Hostname {
+			from = "this host's round (its own share)"
 		}
-		fmt.Fprintf(&b, "\nnetwork %s: %s on %s, broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
+		row("last correction", "%s %s from %s, %s ago", c.Kind, offsetStr(c.Secs), from, secs(*y.LastCorrectionAgeSecs))
+	default:
+		row("last correction", "%s %s at %s", c.Kind, offsetStr(c.Secs), c.At.Format(time.RFC3339))
 	}
-	b.WriteString("\n")
+	if y != nil {
+		row("sync interval", "%s (synchronised: a correction or round within 2 of them)", secs(y.SyncIntervalSecs))
+	}
+	if strings.HasPrefix(s.Clock, "sim") {
+		// The start-up setting and where the simulated clock is now: the
+		// truth tests compare clocks by, not network time.
+		row("clock", "%s as started; now %s from the kernel clock (simulated clock, for tests)", s.Clock, offsetStr(s.OffsetSecs))
+	} else {
+		row("clock", "%s", s.Clock)
+	}
+	elections := fmt.Sprintf("%d seen", s.Elections)
+	if s.LastElection > 0 {
+		elections += fmt.Sprintf(", last took %s", secs(s.LastElection))
+	}
+	row("elections", "%s", elections)
+	for _, n := range s.Networks {
+		row("network", "%s", networkLine(n))
+	}
+	_ = tw.Flush() // into a strings.Builder: cannot fail
 	if len(s.Slaves) > 0 {
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nSLAVE\tADDRESS\tOFFSET\tERROR\tRTT\tLAST SEEN")
@@ -98,10 +158,141 @@ func statusText(s *control.Status) string {
 			fmt.Fprintf(tw, "%s\t%s\t%+.3f ms\t±%.3f ms\t%.3f ms\t%s\n", sl.Name, sl.Address,
 				sl.OffsetSecs*1e3, sl.ErrorBoundSecs*1e3, sl.RTTSecs*1e3, sl.LastSeen.Format(time.TimeOnly))
 		}
-		_ = tw.Flush() // into a strings.Builder: cannot fail
+		_ = tw.Flush()
 	}
 	fmt.Fprintf(&b, "\npackets %s\ndrops %s", counters(s.Packets), drops(s.Drops))
 	return b.String()
+}
+
+// offsetLine is the estimate of the offset from network time and what it
+// rests on, saying what this host cannot know.
+func offsetLine(y *control.Sync) string {
+	if y.OffsetSecs == nil {
+		return "unknown: no correction or round yet"
+	}
+	off := offsetStr(*y.OffsetSecs)
+	if y.ErrorBoundSecs != nil {
+		off += " ±" + magnitude(*y.ErrorBoundSecs)
+	}
+	off += " from network time"
+	age := ""
+	if y.BasisAgeSecs != nil {
+		age = secs(*y.BasisAgeSecs) + " ago"
+	}
+	switch y.Basis {
+	case "alone":
+		return off + " (alone on its network: this clock is the network time)"
+	case "alarm":
+		return off + " (the alarm's: the last correction asked for, less the max-step moves since)"
+	case "round":
+		return off + " (estimated from this master's round " + age + ")"
+	case "correction":
+		pending := ""
+		if y.PendingSlewSecs != 0 {
+			pending = ", " + offsetStr(y.PendingSlewSecs) + " still to slew"
+		}
+		return fmt.Sprintf("%s (estimated from %s's correction %s%s; its error is known to %s alone, which measured it)",
+			off, y.BasisFrom, age, pending, y.BasisFrom)
+	}
+	return off
+}
+
+func frequencyLine(y *control.Sync) string {
+	line := fmt.Sprintf("%+.3f ppm", y.FrequencyPPM)
+	if y.FrequencyChangeAgeSecs != nil {
+		line += fmt.Sprintf(", last change %+.3f ppm %s ago", y.FrequencyChangePPM, secs(*y.FrequencyChangeAgeSecs))
+	} else {
+		line += ", unchanged since start"
+	}
+	if y.FrequencyEstimates > 0 {
+		line += fmt.Sprintf(" (%d estimates)", y.FrequencyEstimates)
+	}
+	return line
+}
+
+// networkLine is one network: where, and this host's state there.
+func networkLine(n control.Network) string {
+	where := "peers, listening on " + n.Address
+	if n.Interface != "" {
+		where = fmt.Sprintf("%s %s on %s, broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
+	}
+	switch {
+	case !n.Served && n.State == "":
+		return where // a daemon that does not say
+	case !n.Served:
+		return where + ": ignored (only the first network is served)"
+	case n.State == "master":
+		return fmt.Sprintf("%s: master of %d slaves", where, n.Slaves)
+	case n.Master != nil:
+		return fmt.Sprintf("%s: %s, master %s (%s)", where, n.State, n.Master.Name, n.Master.Address)
+	}
+	return where + ": " + n.State
+}
+
+// sourcesText is the sources as a table, chronyc's kind.
+func sourcesText(s *control.Sources) string {
+	if len(s.Sources) == 0 {
+		return s.Hostname + " has no sources: no slaves to measure, no master to follow"
+	}
+	nets := map[string]bool{}
+	for _, src := range s.Sources {
+		nets[src.Network] = true
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	head := "NAME\tADDRESS\tROLE\tSTATE\tREACH\tOFFSET\tERROR\tRTT\tAGE\tMETHOD"
+	if len(nets) > 1 {
+		head += "\tNETWORK"
+	}
+	fmt.Fprintln(tw, head)
+	opt := func(v *float64, f func(float64) string) string {
+		if v == nil {
+			return "-"
+		}
+		return f(*v)
+	}
+	for _, src := range s.Sources {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%o\t%s\t%s\t%s\t%s\t%s", src.Name, src.Address, src.Role, src.State, src.Reach,
+			opt(src.OffsetSecs, offsetStr), opt(src.ErrorBoundSecs, func(f float64) string { return "±" + magnitude(f) }),
+			opt(src.RTTSecs, magnitude), opt(src.AgeSecs, secs), orDash(src.Method))
+		if len(nets) > 1 {
+			line += "\t" + src.Network
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush() // into a strings.Builder: cannot fail
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// offsetStr is a signed offset in ms, or s from a second on.
+func offsetStr(f float64) string {
+	if math.Abs(f) >= 1 {
+		return fmt.Sprintf("%+.3f s", f)
+	}
+	return fmt.Sprintf("%+.3f ms", f*1e3)
+}
+
+// magnitude is an unsigned duration (an error bound, a round trip) the
+// same way.
+func magnitude(f float64) string {
+	if math.Abs(f) >= 1 {
+		return fmt.Sprintf("%.3f s", f)
+	}
+	return fmt.Sprintf("%.3f ms", f*1e3)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(not said)"
+	}
+	return s
 }
 
 func secs(f float64) string {

@@ -25,6 +25,8 @@ func fakeControl(t *testing.T) (string, <-chan control.Request) {
 		switch req.Cmd {
 		case control.CmdStatus:
 			return control.Response{OK: true, Status: &control.Status{Hostname: "n3", State: "slave", Alarm: alarm}}
+		case control.CmdSources:
+			return control.Response{OK: true, Sources: &control.Sources{Hostname: "n3", Sources: []control.Source{}}}
 		case control.CmdStep:
 			before, after := 5000.0, 1000.0
 			return control.Response{OK: true, Step: &control.StepResult{

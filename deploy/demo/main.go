@@ -1,9 +1,9 @@
 // Command demo runs timed's main job on one machine: five daemons on
 // 127.0.0.1 in peers mode on unprivileged ports, each on a simulated
 // clock up to ±2 s off (no real clock is touched, no root needed). It
-// prints every daemon's state, master and clock offset as the election
-// happens and the clocks converge, and stops them all on Ctrl-C or after
-// --duration.
+// says "electing…" until there is one master, then prints every daemon's
+// state, master, sync state and clock offset as the clocks converge, and
+// stops them all on Ctrl-C or after --duration.
 package main
 
 import (
@@ -113,13 +113,13 @@ func run(bin string, n, base int, duration, every time.Duration, logs string) er
 	}
 }
 
-// show prints one block: each daemon's state, its master and its clock's
-// offset from the kernel clock, then the largest pairwise offset.
+// show prints one line: while the daemons are electing (or starting),
+// "electing…" and each one's state; once there is one master and every
+// other daemon is its slave, each daemon's state, master, sync state and
+// clock offset from the kernel clock, then the largest pairwise offset.
 func show(ds []*daemon, elapsed time.Duration) error {
-	fmt.Printf("t=%-6v", elapsed.Round(time.Second))
-	lo, hi, known := 0.0, 0.0, 0
-	var cells []string
-	for _, d := range ds {
+	sts := make([]*control.Status, len(ds))
+	for i, d := range ds {
 		select {
 		case err := <-d.done:
 			return fmt.Errorf("%s exited: %v (see %s)", d.name, err, d.log)
@@ -128,23 +128,69 @@ func show(ds []*daemon, elapsed time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		resp, err := control.Call(ctx, d.sock, control.Request{Cmd: control.CmdStatus})
 		cancel()
-		if err != nil {
-			cells = append(cells, d.name+": starting")
-			continue
+		if err == nil {
+			sts[i] = resp.Status
 		}
-		s := resp.Status
+	}
+	fmt.Printf("t=%-6v", elapsed.Round(time.Second))
+	if _, ok := oneMaster(sts); !ok {
+		fmt.Printf(" | electing… %s\n", states(ds, sts))
+		return nil
+	}
+	lo, hi := sts[0].OffsetSecs, sts[0].OffsetSecs
+	cells := make([]string, len(ds))
+	for i, s := range sts {
 		role := s.State
 		if s.Master != nil && s.State != "master" {
 			role += "→" + s.Master.Name
 		}
-		cells = append(cells, fmt.Sprintf("%s %-14s %+9.3fms", d.name, role, s.OffsetSecs*1e3))
-		if known == 0 {
-			lo, hi = s.OffsetSecs, s.OffsetSecs
+		sync := "?"
+		if s.Sync != nil {
+			sync = map[string]string{control.Synchronised: "sync", control.Unsynchronised: "unsync", control.InAlarm: "ALARM"}[s.Sync.State]
 		}
-		lo, hi, known = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs), known+1
+		cells[i] = fmt.Sprintf("%s %-14s %-6s %+9.3fms", ds[i].name, role, sync, s.OffsetSecs*1e3)
+		lo, hi = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs)
 	}
 	fmt.Printf(" | %s | spread %.3f ms\n", strings.Join(cells, " | "), (hi-lo)*1e3)
 	return nil
+}
+
+// oneMaster is the master's name when exactly one daemon is master and
+// every other one answered and is its slave.
+func oneMaster(sts []*control.Status) (string, bool) {
+	master := ""
+	for _, s := range sts {
+		switch {
+		case s == nil:
+			return "", false
+		case s.State == "master" && master != "":
+			return "", false
+		case s.State == "master":
+			master = s.Hostname
+		}
+	}
+	if master == "" {
+		return "", false
+	}
+	for _, s := range sts {
+		if s.State != "master" && (s.State != "slave" || s.Master == nil || s.Master.Name != master) {
+			return "", false
+		}
+	}
+	return master, true
+}
+
+// states is each daemon's state, "starting" for one not answering yet.
+func states(ds []*daemon, sts []*control.Status) string {
+	parts := make([]string, len(ds))
+	for i, s := range sts {
+		state := "starting"
+		if s != nil {
+			state = s.State
+		}
+		parts[i] = ds[i].name + " " + state
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stopAll sends SIGTERM and waits; a daemon stops within a second.

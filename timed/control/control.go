@@ -26,6 +26,9 @@ const (
 	// alarm's offset, whatever max-step says: the operator's decision,
 	// left to whoever may write to the socket (mode 0660).
 	CmdStep = "step"
+	// CmdSources lists the hosts this daemon measures or follows
+	// (timedc sources).
+	CmdSources = "sources"
 )
 
 // Request is one command.
@@ -39,10 +42,11 @@ type Request struct {
 // Response answers one Request. Error is set, and OK false, when the
 // command failed.
 type Response struct {
-	OK     bool        `json:"ok"`
-	Error  string      `json:"error,omitempty"`
-	Status *Status     `json:"status,omitempty"`
-	Step   *StepResult `json:"step,omitempty"`
+	OK      bool        `json:"ok"`
+	Error   string      `json:"error,omitempty"`
+	Status  *Status     `json:"status,omitempty"`
+	Step    *StepResult `json:"step,omitempty"`
+	Sources *Sources    `json:"sources,omitempty"`
 }
 
 // StepResult is what CmdStep did.
@@ -77,6 +81,11 @@ func CheckStep(d time.Duration) error {
 // Status is what `timedc status` shows. Durations are in seconds (float)
 // so scripts need no Go duration parser.
 type Status struct {
+	// Sync is the clock's live state: synchronised or not, its offset
+	// from network time and how that is known. State, Master, StateSince,
+	// Elections and Slaves are the first network's (each network's state
+	// and master are in Networks).
+	Sync         *Sync     `json:"sync,omitempty"`
 	State        string    `json:"state"` // lower case: "master", "slave", "candidate", …
 	Hostname     string    `json:"hostname"`
 	Clock        string    `json:"clock"`
@@ -101,12 +110,107 @@ type Status struct {
 	UptimeSecs     float64            `json:"uptime_seconds"`
 }
 
-// Network is one network the daemon serves.
+// Network is one network the daemon found: with Served, one it takes
+// part in, with its own election state and master (a host may be master
+// on some networks and slave on one, as BSD's).
 type Network struct {
 	Interface string `json:"interface,omitempty"`
 	Address   string `json:"address"`
 	Prefix    string `json:"prefix,omitempty"`
 	Broadcast string `json:"broadcast,omitempty"`
+	Served    bool   `json:"served"`
+	// State is the election state on this network ("master", "slave", …),
+	// "ignored" where the daemon does not serve it.
+	State  string `json:"state"`
+	Master *Peer  `json:"master,omitempty"`
+	Slaves int    `json:"slaves"` // as master: how many it synchronises
+}
+
+// Sync states (Sync.State). README, "Is it synchronised?", defines them.
+const (
+	Synchronised   = "synchronised"
+	Unsynchronised = "unsynchronised"
+	InAlarm        = "alarm"
+)
+
+// Sync is the live state of the host's clock. Ages are in seconds, taken
+// when the status was.
+type Sync struct {
+	// State is Synchronised, Unsynchronised or InAlarm; Reason says why,
+	// for a person.
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+	// OffsetSecs estimates this clock minus network time now (positive:
+	// ahead); omitted when nothing is known. ErrorBoundSecs bounds its
+	// error where this host can know it: on a master, from its round's
+	// measurements; a slave's offset was measured by its master, which
+	// alone knows that measurement's error, so it is omitted there.
+	OffsetSecs     *float64 `json:"offset_seconds,omitempty"`
+	ErrorBoundSecs *float64 `json:"error_bound_seconds,omitempty"`
+	// Basis is where the estimate comes from: "round" (a master's last
+	// sync round), "correction" (the last correction applied, from
+	// BasisFrom), "alone" (a master without slaves: its clock is the
+	// network time), "alarm" (the alarm's offset) or "none".
+	Basis        string   `json:"basis"`
+	BasisFrom    string   `json:"basis_from,omitempty"`
+	BasisAgeSecs *float64 `json:"basis_age_seconds,omitempty"`
+	// PendingSlewSecs is what is still to be slewed of that correction
+	// (at adjtime's 500 ppm): the estimate counts it as not yet done.
+	PendingSlewSecs float64 `json:"pending_slew_seconds"`
+	// LastCorrectionAgeSecs: since the last correction applied to the
+	// clock (Status.LastCorrection says which).
+	LastCorrectionAgeSecs *float64 `json:"last_correction_age_seconds,omitempty"`
+	// FrequencyPPM is the frequency discipline's setting (the clock's,
+	// without a discipline); FrequencyChangePPM its last change, made
+	// FrequencyChangeAgeSecs ago; FrequencyEstimates how many rate
+	// estimates the discipline has taken in since start.
+	FrequencyPPM           float64  `json:"frequency_ppm"`
+	FrequencyChangePPM     float64  `json:"frequency_change_ppm"`
+	FrequencyChangeAgeSecs *float64 `json:"frequency_change_age_seconds,omitempty"`
+	FrequencyEstimates     int      `json:"frequency_estimates"`
+	// SyncIntervalSecs is the sync interval the state is judged by.
+	SyncIntervalSecs float64 `json:"sync_interval_seconds"`
+}
+
+// Sources answers CmdSources: the hosts this daemon measures (as master,
+// its slaves) or follows (as slave, its master).
+type Sources struct {
+	Hostname string   `json:"hostname"`
+	Sources  []Source `json:"sources"`
+}
+
+// Source is one host of Sources. Offsets are its clock minus this one
+// (positive: it is ahead), as clockdiff's.
+type Source struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Network string `json:"network"`
+	// Role is what the host is to this one: "slave" (measured every
+	// round) or "master" (its corrections set this clock).
+	Role string `json:"role"`
+	// State: for a slave "kept" (its offset counted in the network time),
+	// "outlier" (measured, left out: beyond the window of the median),
+	// "measured" (no vote that round: a date change), "unreachable" (not
+	// measured in the last round) or "new" (not measured yet); for a
+	// master "current" (a correction within 2 sync intervals), "silent"
+	// or "new" (no correction yet).
+	State string `json:"state"`
+	// Reach is a shift register of the last 8 rounds, bit 0 the latest:
+	// set when the slave was measured, or the master's correction came.
+	Reach uint8 `json:"reach"`
+	// The last measurement: for a slave, the master's (this host's); for
+	// a master, its correction (network time minus this clock as it
+	// measured it), whose error and round trip only it knows.
+	OffsetSecs     *float64 `json:"offset_seconds,omitempty"`
+	ErrorBoundSecs *float64 `json:"error_bound_seconds,omitempty"`
+	RTTSecs        *float64 `json:"rtt_seconds,omitempty"`
+	AgeSecs        *float64 `json:"age_seconds,omitempty"`
+	// Method is how the offset was measured: "probe" (ours) or "icmp"
+	// (ICMP timestamps, for BSD daemons); for a master, how it measures
+	// this host (its probes seen here, or else ICMP, which the kernel
+	// answers).
+	Method   string `json:"method,omitempty"`
+	Failures int    `json:"failures,omitempty"`
 }
 
 // Peer names another daemon.
@@ -123,6 +227,9 @@ type Slave struct {
 	RTTSecs        float64   `json:"rtt_seconds"`
 	LastSeen       time.Time `json:"last_seen"`
 	Failures       int       `json:"failures,omitempty"`
+	State          string    `json:"state"`  // as Source.State
+	Reach          uint8     `json:"reach"`  // as Source.Reach
+	Method         string    `json:"method"` // probe or icmp; "" before the first measurement
 }
 
 // Alarm: the host's clock is further from network time than max-step. The
@@ -141,6 +248,9 @@ type Correction struct {
 	Kind string    `json:"kind"` // "slew" or "step"
 	Secs float64   `json:"seconds"`
 	At   time.Time `json:"at"`
+	// From is who asked: the master's name, this host's for a master's
+	// own share, "operator" for timedc step.
+	From string `json:"from,omitempty"`
 }
 
 // Counter counts packets of one type.

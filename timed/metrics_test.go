@@ -1,0 +1,74 @@
+package timed
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/election"
+)
+
+// gather collects c's metrics by name: their gauge values.
+func gather(t *testing.T, c prometheus.Collector) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf.GetMetric()[0].GetGauge().GetValue()
+	}
+	return out
+}
+
+// TestSyncMetrics: timed_synchronised and the ages and estimates are
+// judged at scrape time from the facts the loop published: a slave whose
+// master falls silent turns unsynchronised with no event; the alarm
+// makes it 0; what is unknown is absent.
+func TestSyncMetrics(t *testing.T) {
+	d := &Daemon{applier: &clocksync.Applier{}}
+	c := syncCollector{d}
+	if got := gather(t, c); len(got) != 0 {
+		t.Fatalf("before the loop published anything: %v", got)
+	}
+	now := time.Now()
+	f := &syncFacts{interval: time.Second, nets: []netFacts{{name: "lan", state: election.Slave, master: "m"}},
+		applied: now.Add(-500 * time.Millisecond), from: "m",
+		basis: &basis{kind: "correction", from: "m", at: now.Add(-500 * time.Millisecond), before: -time.Millisecond, moved: time.Millisecond, bound: -1}}
+	d.syncPub.Store(f)
+	got := gather(t, c)
+	if got["timed_synchronised"] != 1 || got["timed_last_correction_age_seconds"] < 0.5 || got["timed_last_correction_age_seconds"] > 60 ||
+		math.Abs(got["timed_estimated_offset_seconds"]) > 1e-9 {
+		t.Errorf("a slave corrected 0.5 s ago: %v", got)
+	}
+	if _, ok := got["timed_estimated_error_bound_seconds"]; ok {
+		t.Errorf("a slave's error bound exported: %v (its master alone knows it)", got)
+	}
+	late := *f
+	late.applied = now.Add(-3 * time.Second)
+	d.syncPub.Store(&late)
+	if got := gather(t, c); got["timed_synchronised"] != 0 || got["timed_last_correction_age_seconds"] < 3 {
+		t.Errorf("a slave corrected 3 s ago, interval 1 s: %v", got)
+	}
+	master := &syncFacts{interval: time.Second, nets: []netFacts{{name: "lan", state: election.Master, slaves: 1,
+		round: roundInfo{at: now, slaves: 1, measured: 1}}},
+		basis: &basis{kind: "round", at: now, bound: time.Millisecond}}
+	d.syncPub.Store(master)
+	if got := gather(t, c); got["timed_synchronised"] != 1 || got["timed_estimated_error_bound_seconds"] < 0.001 {
+		t.Errorf("a master after a round: %v", got)
+	}
+
+	// In alarm: 0, whatever else holds.
+	d, src, _, _ := alarmDaemon(t, 5000*time.Second)
+	d.syncPub.Store(f)
+	d.applySetTime(src.Now(), 0, "m") // refused: alarm on
+	if got := gather(t, syncCollector{d}); got["timed_synchronised"] != 0 || got["timed_estimated_offset_seconds"] != 5000 {
+		t.Errorf("in alarm: %v", got)
+	}
+}
