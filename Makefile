@@ -8,7 +8,12 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build demo bench-ring test tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test
+.PHONY: all build demo bench-ring test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
+
+# Recipes run under bash with pipefail: test output goes through
+# testsummary, and a failing go test must fail the pipe.
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 all: build
 
@@ -25,9 +30,24 @@ demo: build
 
 ## test: formatting, vet, staticcheck, and every test under the race detector;
 ## the Debian package's checks (make deb-test); then the end-to-end suite
-## (make e2e) when a Docker engine is reachable
-test: tools fmt-check vet staticcheck unit deb-test e2e-if-docker
+## (make e2e) when a Docker engine is reachable; at the end, a summary of
+## what ran, what failed and what was skipped, and why
+test: summary-start tools fmt-check vet staticcheck unit deb-test e2e-if-docker summary
 
+## check: the quick loop: formatting, vet, staticcheck and the unit and
+## integration tests (race), without the .deb and the docker e2e suite
+check: summary-start fmt-check vet staticcheck unit summary
+
+# Each stage's go test output goes through testsummary, which prints what
+# go test would and appends its counts and skips to $(SUMMARY).
+BUILD   ?= build
+SUMMARY := $(BUILD)/test-summary.txt
+TESTSUM  = $(GO) run ./internal/tools/testsummary -summary $(SUMMARY)
+summary-start:
+	@mkdir -p $(BUILD) && : > $(SUMMARY)
+summary:
+	@echo; echo "==== summary of this run ===="; cat $(SUMMARY); \
+	awk '/^tests: /{p+=$$2; f+=$$4; s+=$$6} END{printf "total: %d passed, %d failed, %d skipped\n", p, f, s}' $(SUMMARY)
 ## tools: what the tests need beyond Go, installed from Debian's packages
 ## where missing (systemd-analyze verifies the unit file; dpkg-deb and
 ## lintian check the .deb)
@@ -49,7 +69,8 @@ staticcheck:
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 unit:
-	$(GO) test -race -count=1 $(PKGS)
+	@mkdir -p $(BUILD)
+	$(GO) test -race -count=1 -json $(PKGS) 2>&1 | $(TESTSUM) -label "unit and integration tests (race)"
 
 ## e2e: the end-to-end suite (tests/e2e, build tag e2e): the image FROM
 ## scratch with bin/timed and bin/timedc, one docker-compose network per
@@ -81,7 +102,7 @@ e2e: build e2e-tools
 	@trap '$(MAKE) --no-print-directory e2e-clean E2E_RUN=$(E2E_RUN)' EXIT; trap 'exit 130' INT TERM; \
 	status=0; \
 	TIMED_IMAGE=$(E2E_IMAGE) TIMED_E2E_RUN=$(E2E_RUN) TIMED_E2E_FIGURES=$(E2E_FIGURES) TIMED_E2E_ATTACKER=$(E2E_ATTACKER) \
-		$(GO) test -tags $(E2E_TAGS) -count=1 -v -timeout $(E2E_TIMEOUT) ./tests/e2e || status=$$?; \
+		$(GO) test -tags $(E2E_TAGS) -count=1 -json -timeout $(E2E_TIMEOUT) ./tests/e2e 2>&1 | $(TESTSUM) -label "docker end-to-end suite" || status=$$?; \
 	echo; echo "== e2e figures (run $(E2E_RUN)) =="; cat $(E2E_FIGURES) 2>/dev/null || echo "(none recorded)"; \
 	rm -f $(E2E_FIGURES); exit $$status
 
@@ -96,7 +117,8 @@ e2e-tools:
 ## e2e-if-docker: make e2e when `docker info` succeeds, else say so
 e2e-if-docker:
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e; \
-	else echo "e2e: no Docker engine reachable (docker info failed): end-to-end suite not run"; fi
+	else msg="e2e: no Docker engine reachable (docker info failed): end-to-end suite not run"; \
+		echo "$$msg"; mkdir -p $(BUILD); echo "$$msg" >> $(SUMMARY); fi
 
 ## e2e-clean E2E_RUN=…: remove whatever a run left (containers, networks)
 e2e-clean:
@@ -129,7 +151,6 @@ fuzz:
 ## and the bash, zsh and fish completions, into build/docs: generated from
 ## the binaries' own command trees by their hidden `gen-docs` command
 ## (internal/gendocs), dated by the last commit so that they are reproducible
-BUILD ?= build
 DOCS  := $(BUILD)/docs
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
 man: build
@@ -198,7 +219,7 @@ deb-test: tools deb
 	$(GO) vet -tags deb ./packaging/...
 	$(GO) run $(STATICCHECK) -tags deb ./packaging/...
 	TIMED_DEB=$(abspath $(DEB)) TIMED_DEB_VERSION='$(DEB_VERSION)' \
-		$(GO) test -tags deb -count=1 -timeout 5m ./packaging
+		$(GO) test -tags deb -count=1 -timeout 5m -json ./packaging 2>&1 | $(TESTSUM) -label "Debian package checks"
 
 clean:
 	rm -rf $(BIN) $(BUILD)
