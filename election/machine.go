@@ -1004,15 +1004,30 @@ func (m *Machine) resolve() {
 			if m.resolveRound < m.cfg.ResolveRounds {
 				m.resolve()
 			} else {
-				m.becomeMaster("conflict resolved")
+				m.endConflict()
 			}
 		},
 		onFail: func() {
 			if m.state == Conflict {
-				m.becomeMaster("conflict resolved")
+				m.endConflict()
 			}
 		},
 	}, 0)
+}
+
+// endConflict goes back to Master when the RESOLVE rounds are over. A
+// master that was told to QUIT leaves slaves behind, and MASTERUP
+// collects them (BSD). When no other master answered there are none to
+// collect, and a MASTERUP would only make every slave announce itself
+// again and be stepped with SETTIME instead of slewed at the next round:
+// a CONFLICT that names no real master, such as an outsider's forgery,
+// must not buy that.
+func (m *Machine) endConflict() {
+	if len(m.quitSent) > 0 {
+		m.becomeMaster("conflict resolved")
+		return
+	}
+	m.become(Master, "conflict resolved: no other master answered")
 }
 
 func (m *Machine) syncRound() {
