@@ -2,6 +2,7 @@ package election
 
 import (
 	"testing"
+	"time"
 
 	"github.com/timed-project/timed/tsp"
 )
@@ -43,5 +44,52 @@ func TestForgedConflictChangesNothing(t *testing.T) {
 		if s == "MASTERUP" {
 			t.Fatalf("sent %v: a MASTERUP after a conflict nobody answered", sent)
 		}
+	}
+}
+
+// TestSetTimeCopiesCarryTheirTime: each retransmitted copy of a SETTIME
+// carries the first copy's time moved on by the delays since, so a slave
+// whose first copies were lost is not stepped back by them.
+func TestSetTimeCopiesCarryTheirTime(t *testing.T) {
+	cfg := DefaultConfig("a")
+	h := newHarness(t, cfg)
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s", addr(2))
+	var sr SyncRound
+	for _, a := range h.fire(TimerSync) {
+		if r, ok := a.(SyncRound); ok {
+			sr = r
+		}
+	}
+	var copies []tsp.Packet
+	collect := func(as []Action) {
+		for _, s := range sends(as) {
+			if s.Packet.Type == tsp.SetTime && s.To == addr(2) {
+				copies = append(copies, s.Packet)
+			}
+		}
+	}
+	collect(h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s"}}}))
+	for id := range h.timers {
+		if id >= firstSendTimer {
+			for range cfg.Retransmit {
+				if _, ok := h.timers[id]; ok {
+					collect(h.fire(id))
+				}
+			}
+		}
+	}
+	if len(copies) != len(cfg.Retransmit) {
+		t.Fatalf("%d copies of SETTIME, want %d", len(copies), len(cfg.Retransmit))
+	}
+	first, waited := copies[0].Time.Time(), time.Duration(0)
+	for i, p := range copies {
+		if p.Seq != copies[0].Seq {
+			t.Fatalf("copy %d has seq %d, the first %d: a slave would take both", i, p.Seq, copies[0].Seq)
+		}
+		if got := p.Time.Time().Sub(first); got != waited {
+			t.Errorf("copy %d carries the first's time %+v, want %+v", i, got, waited)
+		}
+		waited += cfg.Retransmit[i]
 	}
 }
