@@ -1,6 +1,7 @@
 package election
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,5 +92,35 @@ func TestSetTimeCopiesCarryTheirTime(t *testing.T) {
 			t.Errorf("copy %d carries the first's time %+v, want %+v", i, got, waited)
 		}
 		waited += cfg.Retransmit[i]
+	}
+}
+
+// TestSlaveListOncePerStep: a round that drops a thousand silent slaves
+// sends the slave list once, not once per slave dropped.
+func TestSlaveListOncePerStep(t *testing.T) {
+	cfg := DefaultConfig("a")
+	h := newHarness(t, cfg)
+	h.toMaster()
+	for i := range 1000 {
+		h.recv(tsp.SlaveUp, uint16(i), fmt.Sprintf("x%d", i), addr(100+i))
+	}
+	for round := range cfg.LostHost {
+		var sr SyncRound
+		for _, a := range h.fire(TimerSync) {
+			if r, ok := a.(SyncRound); ok {
+				sr = r
+			}
+		}
+		lists := 0
+		var last SlaveList
+		for _, a := range h.step(SyncResult{Round: sr.Round}) {
+			if l, ok := a.(SlaveList); ok {
+				lists++
+				last = l
+			}
+		}
+		if round < cfg.LostHost-1 && lists != 0 || round == cfg.LostHost-1 && (lists != 1 || len(last.Slaves) != 0) {
+			t.Fatalf("round %d: %d slave lists, the last of %d slaves", round+1, lists, len(last.Slaves))
+		}
 	}
 }

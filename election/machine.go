@@ -59,6 +59,7 @@ type Machine struct {
 
 	// Candidate and Master.
 	slaves     map[string]*slave
+	slavesNew  bool // the slave list changed in this Step: SlaveList at its end
 	masterUpAt time.Time
 	round      uint64
 	roundDone  bool
@@ -197,6 +198,10 @@ func (m *Machine) Step(now time.Time, ev Event) Ready {
 			m.syncResult(e)
 		}
 	}
+	if m.slavesNew {
+		m.slavesNew = false
+		m.emit(SlaveList{Slaves: m.Slaves()})
+	}
 	rd := Ready{Actions: m.out}
 	m.out = nil
 	return rd
@@ -251,6 +256,7 @@ func (m *Machine) become(s State, reason string) {
 		if len(m.slaves) > 0 {
 			m.slaves = map[string]*slave{}
 			m.emit(SlaveList{})
+			m.slavesNew = false
 		}
 	}
 	if s == Candidate || s.IsMaster() || s == NoMaster {
@@ -284,6 +290,7 @@ func (m *Machine) stop() {
 	if len(m.slaves) > 0 && m.state.IsMaster() {
 		m.emit(SlaveList{})
 	}
+	m.slavesNew = false
 	m.emit(StateChange{From: m.state, To: StartUp, Reason: "stopped"})
 	m.state, m.stateSince = StartUp, m.now
 	m.running = false
@@ -861,7 +868,11 @@ func (m *Machine) masterUp() {
 	m.emit(Send{Packet: m.packet(tsp.MasterUp, m.nextSeq()), Broadcast: true})
 }
 
-func (m *Machine) emitSlaves() { m.emit(SlaveList{Slaves: m.Slaves()}) }
+// emitSlaves has the slave list sent at the end of the Step, once however
+// often it changed: a round that drops a thousand silent slaves (an
+// outsider's made-up names) would otherwise queue a thousand copies of a
+// list of a thousand, quadratic in memory within the one Step.
+func (m *Machine) emitSlaves() { m.slavesNew = true }
 
 // addSlave lists peer as a slave and returns its entry, or nil when it
 // may not be listed. The table is bounded (MaxSlaves), and an entry keeps
