@@ -482,8 +482,16 @@ func (t *Transport) readLoop() {
 func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, now time.Time) {
 	r := Received{From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), At: now}
 	// Before anything else: a flood costs a bucket lookup per datagram,
-	// not a decode, a queue slot or a log line.
-	if !t.limiter.Allow(r.From, now) {
+	// not a decode, a queue slot or a log line. A configured peer (peers
+	// mode, by address and port) is limited by its own bucket only, so
+	// that a flood from many sources cannot silence the daemons.
+	var allowed bool
+	if t.isKnown(r.From) {
+		allowed = t.limiter.AllowKnown(r.From, now)
+	} else {
+		allowed = t.limiter.Allow(r.From, now)
+	}
+	if !allowed {
 		t.stats.dropped[DropRateLimited].Add(1)
 		t.logDrop(DropRateLimited, r, len(b), errRateLimited, now)
 		return
@@ -656,6 +664,16 @@ func (t *Transport) networkOf(src netip.AddrPort) *Network {
 		}
 	}
 	return nil
+}
+
+// isKnown: from a configured peer's own address and port.
+func (t *Transport) isKnown(src netip.AddrPort) bool {
+	for _, p := range t.peers {
+		if p == src {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Transport) isPeer(a netip.Addr) bool {
