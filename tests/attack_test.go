@@ -70,8 +70,14 @@ type attackCluster struct {
 
 func newAttackCluster(t *testing.T, extra ...string) *attackCluster {
 	t.Helper()
+	return newAttackClusterOf(t, timedBin, extra...)
+}
+
+// newAttackClusterOf is newAttackCluster running bin.
+func newAttackClusterOf(t *testing.T, bin string, extra ...string) *attackCluster {
+	t.Helper()
 	states := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	c := newClusterPeers(t, make([]time.Duration, 3), func(i int, peers string) []string {
+	c := newClusterOf(t, bin, make([]time.Duration, 3), func(i int, peers string) []string {
 		args := []string{"-M", "--clock", "sim:offset=0us,drift=0ppm"}
 		for _, e := range extra {
 			args = append(args, strings.NewReplacer("$PEERS", peers, "$STATE", states[i]).Replace(e))
