@@ -111,13 +111,20 @@ func (c *attackCluster) offsets() map[*node]time.Duration {
 // that the election is as it was.
 func (c *attackCluster) held(what string, before map[*node]time.Duration) {
 	c.t.Helper()
+	c.clocksHeld(what, before)
+	if m, why := c.oneMaster(); m != c.master {
+		c.t.Errorf("%s: the election did not hold: %s (master was %s)", what, why, c.master.name)
+	}
+}
+
+// clocksHeld asserts that no clock moved more than clockHeld since
+// before.
+func (c *attackCluster) clocksHeld(what string, before map[*node]time.Duration) {
+	c.t.Helper()
 	for n, off := range c.offsets() {
 		if d := off - before[n]; d > clockHeld || d < -clockHeld {
 			c.t.Errorf("%s: %s's clock moved by %v", what, n.name, d)
 		}
-	}
-	if m, why := c.oneMaster(); m != c.master {
-		c.t.Errorf("%s: the election did not hold: %s (master was %s)", what, why, c.master.name)
 	}
 }
 
