@@ -100,6 +100,16 @@ func testFlood(t *testing.T, fc floodCase) {
 	for range fc.sources {
 		conns = append(conns, floodSocket(t, fc.from))
 	}
+	// A few rounds first: the first corrections after an election are
+	// its noisiest, and the frequency discipline takes its first estimate
+	// whole (with 1 s rounds, 100 µs of noise is 100 ppm).
+	settled := map[*node]*control.Status{}
+	for _, s := range c.slaves {
+		settled[s] = c.snapshot(s)
+	}
+	for s, st := range settled {
+		c.awaitCorrections(s, st, 3)
+	}
 	before, st := c.offsets(), c.snapshot(c.master)
 	elections := c.slaveElections()
 	logBefore := c.master.logLen()
