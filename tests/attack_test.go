@@ -111,18 +111,17 @@ func (c *attackCluster) offsets() map[*node]time.Duration {
 // that the election is as it was.
 func (c *attackCluster) held(what string, before map[*node]time.Duration) {
 	c.t.Helper()
-	c.clocksHeld(what, before)
+	c.clocksHeld(what, before, clockHeld)
 	if m, why := c.oneMaster(); m != c.master {
 		c.t.Errorf("%s: the election did not hold: %s (master was %s)", what, why, c.master.name)
 	}
 }
 
-// clocksHeld asserts that no clock moved more than clockHeld since
-// before.
-func (c *attackCluster) clocksHeld(what string, before map[*node]time.Duration) {
+// clocksHeld asserts that no clock moved more than bound since before.
+func (c *attackCluster) clocksHeld(what string, before map[*node]time.Duration, bound time.Duration) {
 	c.t.Helper()
 	for n, off := range c.offsets() {
-		if d := off - before[n]; d > clockHeld || d < -clockHeld {
+		if d := off - before[n]; d > bound || d < -bound {
 			c.t.Errorf("%s: %s's clock moved by %v", what, n.name, d)
 		}
 	}
