@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/net/ipv4"
 
-	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/auth"
 )
@@ -164,20 +163,3 @@ func TestReplayAuthRequired(t *testing.T) {
 // slave back by the seconds since its capture (an ADJTIME's few
 // microseconds no clock can show: the drop counter is what tells).
 const restartHeld = 100 * time.Millisecond
-
-// awaitCorrections waits until n has received at least by more ADJTIMEs
-// and SETTIMEs together than in before.
-func (c *attackCluster) awaitCorrections(n *node, before *control.Status, by uint64) {
-	c.t.Helper()
-	count := func(st *control.Status) uint64 {
-		return st.Packets[tsp.AdjTime.String()].Rx + st.Packets[tsp.SetTime.String()].Rx
-	}
-	c.await(fmt.Sprintf("%s receives %d corrections", n.name, by), 10*time.Second, func() (bool, string) {
-		st, err := c.status(n)
-		if err != nil {
-			return false, err.Error()
-		}
-		got := count(st) - count(before)
-		return got >= by, fmt.Sprintf("%d received", got)
-	})
-}
