@@ -383,7 +383,7 @@ func (a *Applier) beyondMaxStep(now time.Time, corr time.Duration, isSet bool) (
 		a.lastRecovery = now.Add(by)
 	}
 	a.alarm.Offset = -(corr - by)
-	log.WithFields(logrus.Fields{"by": by.String(), "undoes_steps": undo}).Warn("clock in alarm: moved by max-step towards network time")
+	log.WithFields(logrus.Fields{"by": by.String(), "undoes_steps": undo}).Debug("clock in alarm: moved by max-step towards network time") // the daemon logs the move at Warn, once
 	return moved, nil
 }
 

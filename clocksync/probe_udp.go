@@ -10,6 +10,7 @@ import (
 
 	"github.com/timed-project/timed/internal/sockopt"
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/auth"
 )
 
 // UDPConn is a PacketConn over a UDP socket. On Linux it asks the kernel
@@ -18,6 +19,9 @@ import (
 type UDPConn struct {
 	c       *net.UDPConn
 	stamped bool
+	// Signer, when set, signs every packet written (for daemons with
+	// --auth); answers are read with any auth trailer cut off.
+	Signer *auth.Signer
 }
 
 // ListenUDP opens a UDPConn on addr (e.g. "127.0.0.1:0").
@@ -48,6 +52,9 @@ func (u *UDPConn) Close() error { return u.c.Close() }
 // WriteExt sends an extension packet.
 func (u *UDPConn) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error {
 	b, err := p.Marshal()
+	if err == nil {
+		b, err = u.Signer.Sign(b, time.Now())
+	}
 	if err != nil {
 		return err
 	}
@@ -82,10 +89,14 @@ func (u *UDPConn) ReadExt(ctx context.Context) (Datagram, error) {
 			return Datagram{}, err
 		}
 		now := time.Now()
-		if !tsp.IsExt(buf[:n]) {
+		b := buf[:n]
+		if !tsp.IsExt(b) {
 			continue
 		}
-		p, err := tsp.UnmarshalExt(buf[:n])
+		if pk, _, err := auth.Split(b); err == nil {
+			b = pk
+		}
+		p, err := tsp.UnmarshalExt(b)
 		if err != nil {
 			continue
 		}

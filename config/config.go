@@ -9,6 +9,8 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +25,7 @@ import (
 	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp/auth"
@@ -65,6 +68,15 @@ type Config struct {
 	Election election.Config
 	Sync     Sync
 	Auth     Auth
+
+	// File is the configuration file looked for (--config, TIMED_CONFIG,
+	// or DefaultPath; "" with --config ""), FileFound whether it was there
+	// and read. A file missing at the default path is not an error.
+	File      string
+	FileFound bool
+
+	inFile  map[string]bool   // the keys the file set
+	derived map[string]string // dependent defaults: key → the key it follows
 }
 
 // Auth are the keyed-authentication settings (tsp/auth). Off by default,
@@ -85,6 +97,9 @@ type Sync struct {
 	StepThreshold       time.Duration // corrections at or above are sent as SETTIME (BSD 20 s)
 	MaxStep             time.Duration // corrections above are refused, never applied
 	FrequencyDiscipline bool          // slaves correct their frequency, not only their offset
+	// MaxSourceInfluence bounds how far one disagreeing host can move the
+	// master's network time in a round; 0: no bound (BSD).
+	MaxSourceInfluence time.Duration
 }
 
 // profiles are the timer defaults a run starts from: BSD's values, or the
@@ -123,19 +138,20 @@ type durationKey struct {
 
 var durationKeys = []durationKey{
 	{"sync-interval", "master's sync round (BSD 240s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.SyncInterval }},
-	{"first-sync", "delay from becoming master to the first round (BSD 3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.FirstSync }},
+	{"first-sync", "delay from becoming master to the first round (BSD 3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.FirstSync }},
 	{"election-timeout-min", "lower end of the slave's election timer (BSD 360s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMin }},
 	{"election-timeout-max", "upper end of the slave's election timer (BSD 900s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMax }},
 	{"fast-election", "own election after an untrusted master was suppressed (BSD 3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.FastElection }},
 	{"candidate-wait", "candidate's wait after the last ACCEPT before it is master (BSD 3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.CandidateWait }},
 	{"accept-window", "time a slave refuses other candidates after an ACCEPT (BSD 30s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.AcceptWindow }},
 	{"conflict-window", "wait for a second MASTERACK at start-up (BSD 300ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Election.ConflictWindow }},
-	{"no-master-wait", "wait in No Master before becoming master (3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.NoMasterWait }},
+	{"no-master-wait", "wait in No Master before becoming master (3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.NoMasterWait }},
 	{"settime-guard", "a SLAVEUP this long after MASTERUP is answered with SETTIME at once (BSD 3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.SetTimeGuard }},
 	{"answer-delay", "upper bound of the random delay before answering a broadcast (BSD 100ms)", 0, time.Minute, func(c *Config) *time.Duration { return &c.Election.AnswerDelay }},
 	{"ack-timeout", "first retransmission delay of a reliable send; doubles for 5 copies (BSD 200ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return ackTimeout(c) }},
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
 	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
+	{"max-source-influence", "most one host can move the master's network time in a round; 0: no bound, as BSD (50ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxSourceInfluence }},
 }
 
 // ackTimeout is the first element of the retransmission schedule, the one
@@ -167,7 +183,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("metrics-listen", "", "host:port for Prometheus metrics (default: off)")
 	fs.String("profile", "bsd", "timer defaults: bsd | fast")
 	for _, k := range durationKeys {
-		fs.String(k.key, "", k.usage+" (Go duration; default from --profile or the clock settings)")
+		fs.String(k.key, "", k.usage+" (Go duration; default from --profile, or derived from the timers it must stay in order with)")
 	}
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
@@ -180,6 +196,11 @@ func AddFlags(fs *pflag.FlagSet) {
 
 // Load reads the configuration with flags > environment > file > defaults.
 // fs must have been set up by AddFlags and parsed.
+//
+// Every problem is reported, not only the first: each bad value (naming
+// key, value and what is accepted), each unknown key in the file or the
+// environment (with the nearest known key), a file that cannot be read or
+// parsed. The error is then an errors.Join of them all, and no Config.
 func Load(fs *pflag.FlagSet) (*Config, error) {
 	v := viper.New()
 	v.SetEnvPrefix(EnvPrefix)
@@ -188,138 +209,206 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 	if err := v.BindPFlags(fs); err != nil {
 		return nil, fmt.Errorf("bind flags: %w", err)
 	}
+	errs := envKeys(os.Environ())
 	path := v.GetString("config")
 	explicit := fs.Changed("config") || os.Getenv(EnvPrefix+"_CONFIG") != ""
+	var found bool
+	var inFile map[string]bool
 	if path != "" {
-		v.SetConfigFile(path)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			var notFound *os.PathError
-			if explicit || !errors.As(err, &notFound) {
-				return nil, fmt.Errorf("read config %s: %w", path, err)
-			}
+		b, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && !explicit:
+			// None at the default path: defaults, environment and flags.
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read config %s: %w", path, err))
+		default:
+			found = true
+			var ferrs []error
+			inFile, ferrs = readFile(v, path, b)
+			errs = append(errs, ferrs...)
 		}
 	}
-	return fromViper(v)
+	c, verrs := fromViper(v)
+	errs = append(errs, verrs...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c.File, c.FileFound, c.inFile = path, found, inFile
+	return c, nil
 }
 
-func fromViper(v *viper.Viper) (*Config, error) {
-	c := &Config{}
-	var errs []error
-	bad := func(key, value, accepted string, err error) {
-		errs = append(errs, &Error{Key: key, Value: value, Accepted: accepted, Err: err})
+// readFile checks the file's keys and gives its values to v. A file that
+// does not parse is one error (YAML's first) and none of its values.
+func readFile(v *viper.Viper, path string, b []byte) (map[string]bool, []error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, []error{fmt.Errorf("config %s: %w", path, err)}
 	}
-	getBool := func(key string) bool {
-		b, err := cast.ToBoolE(v.Get(key))
-		if err != nil {
-			bad(key, v.GetString(key), "true or false", nil)
-		}
-		return b
+	keys, errs := fileKeys(path, &doc)
+	if len(errs) > 0 && len(keys) == 0 && len(doc.Content) > 0 && doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errs // not a map: nothing for viper to read
 	}
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil && len(errs) == 0 {
+		// fileKeys reports what YAML's decoder trips on (a key given
+		// twice) with its line; anything else is said here.
+		errs = append(errs, fmt.Errorf("config %s: %w", path, err))
+	}
+	return keys, errs
+}
 
-	c.Profile = v.GetString("profile")
+// reader reads v's values, collecting an error for each bad one.
+type reader struct {
+	v    *viper.Viper
+	errs []error
+}
+
+func (r *reader) bad(key, value, accepted string, err error) {
+	r.errs = append(r.errs, &Error{Key: key, Value: value, Accepted: accepted, Err: err})
+}
+
+// scalar is key's value as a string; a list or map (from the file) where
+// one value belongs is an error, and "".
+func (r *reader) scalar(key, accepted string) string {
+	raw := r.v.Get(key)
+	switch raw.(type) {
+	case []any, map[string]any:
+		r.bad(key, show(raw), accepted, nil)
+		return ""
+	}
+	return cast.ToString(raw)
+}
+
+// list accepts a YAML list, a comma/space separated string (flags and
+// environment variables), or nothing; a map is an error.
+func (r *reader) list(key, accepted string) []string {
+	raw := r.v.Get(key)
+	if _, isMap := raw.(map[string]any); isMap {
+		r.bad(key, show(raw), accepted, nil)
+		return nil
+	}
+	return list(raw)
+}
+
+func (r *reader) boolean(key string) bool {
+	raw := r.v.Get(key)
+	b, err := cast.ToBoolE(raw)
+	if err != nil {
+		r.bad(key, show(raw), "true or false", nil)
+	}
+	return b
+}
+
+// show writes a value as the user wrote it: strings as they are, lists
+// and maps from the file in JSON's flow form.
+func show(raw any) string {
+	switch x := raw.(type) {
+	case string:
+		return x
+	case []any, map[string]any:
+		if b, err := json.Marshal(x); err == nil {
+			return string(b)
+		}
+	}
+	return fmt.Sprint(raw)
+}
+
+func fromViper(v *viper.Viper) (*Config, []error) {
+	c := &Config{}
+	r := &reader{v: v}
+	bad := r.bad
+
+	c.Profile = r.scalar("profile", "bsd or fast")
 	defaults, ok := profiles[c.Profile]
 	if !ok {
 		bad("profile", c.Profile, "bsd or fast", nil)
 		defaults = election.DefaultConfig
 	}
 	c.Election = defaults("")
-	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second}
+	// 50 ms is clocksync.DefaultMaxSourceInfluence: one host alone never
+	// makes the master step.
+	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: 50 * time.Millisecond}
 
-	c.MayBeMaster = getBool("master")
-	c.Trusted = list(v.Get("trusted"))
+	c.MayBeMaster = r.boolean("master")
+	c.Trusted = r.list("trusted", "a list of host names or addresses")
 	if len(c.Trusted) > 0 {
 		c.MayBeMaster = true // BSD: -F implies -M
 	}
 	c.Election.MayBeMaster = c.MayBeMaster // the daemon resolves Trusted to addresses
-	c.Networks = prefixes(v, "networks", bad)
-	c.IgnoreNetworks = prefixes(v, "ignore-networks", bad)
+	c.Networks = prefixes(r, "networks")
+	c.IgnoreNetworks = prefixes(r, "ignore-networks")
 	if len(c.Networks) > 0 && len(c.IgnoreNetworks) > 0 {
-		bad("networks", v.GetString("networks"), "either networks (-n) or ignore-networks (-i), not both", nil)
+		bad("networks", show(v.Get("networks")), "either networks (-n) or ignore-networks (-i), not both", nil)
 	}
-	c.Trace = getBool("trace")
-	c.Debug = getBool("debug")
+	c.Trace = r.boolean("trace")
+	c.Debug = r.boolean("debug")
 
 	port, err := cast.ToIntE(v.Get("port"))
 	if err != nil || port < 1 || port > 65535 {
-		bad("port", v.GetString("port"), "an integer from 1 to 65535", nil)
+		bad("port", show(v.Get("port")), "an integer from 1 to 65535", nil)
 	}
 	c.Port = port
-	c.Hostname = v.GetString("hostname")
+	c.Hostname = r.scalar("hostname", "a host name of at most 255 bytes")
 	if len(c.Hostname) > 255 {
 		bad("hostname", c.Hostname, "at most 255 bytes", nil)
 	}
-	c.Interfaces = v.GetString("interfaces")
-	c.Peers = list(v.Get("peers"))
+	c.Interfaces = r.scalar("interfaces", "a go-sockaddr template")
+	c.Peers = r.list("peers", "a list of host:port")
 	for _, p := range c.Peers {
 		if err := checkHostPort(p); err != nil {
 			bad("peers", p, "host:port with a port from 1 to 65535", err)
 		}
 	}
-	c.Clock = v.GetString("clock")
+	const clocks = "system, dry-run or sim:offset=±D,drift=±Nppm"
+	c.Clock = r.scalar("clock", clocks)
 	if c.Clock != "system" && c.Clock != "dry-run" && !strings.HasPrefix(c.Clock, "sim:") && c.Clock != "sim" {
-		bad("clock", c.Clock, "system, dry-run or sim:offset=±D,drift=±Nppm", nil)
+		bad("clock", c.Clock, clocks, nil)
 	}
-	c.ControlSocket = v.GetString("control-socket")
-	lvl, err := logrus.ParseLevel(v.GetString("log-level"))
+	c.ControlSocket = r.scalar("control-socket", "a path")
+	const levels = "panic, fatal, error, warn, info, debug or trace"
+	rawLevel := r.scalar("log-level", levels)
+	lvl, err := logrus.ParseLevel(rawLevel)
 	if err != nil {
-		bad("log-level", v.GetString("log-level"), "panic, fatal, error, warn, info, debug or trace", nil)
+		bad("log-level", rawLevel, levels, nil)
 	}
 	c.LogLevel = lvl
 	if c.Debug && c.LogLevel < logrus.DebugLevel {
 		c.LogLevel = logrus.DebugLevel
 	}
-	c.LogFormat = v.GetString("log-format")
+	c.LogFormat = r.scalar("log-format", "text or json")
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format", c.LogFormat, "text or json", nil)
 	}
-	c.MetricsListen = v.GetString("metrics-listen")
+	c.MetricsListen = r.scalar("metrics-listen", "host:port")
 	if c.MetricsListen != "" {
 		if err := checkHostPort(c.MetricsListen); err != nil {
 			bad("metrics-listen", c.MetricsListen, "host:port (host may be empty)", err)
 		}
 	}
-	c.Sync.FrequencyDiscipline = getBool("frequency-discipline")
-	c.Auth = authSettings(v, bad)
+	c.Sync.FrequencyDiscipline = r.boolean("frequency-discipline")
+	c.Auth = authSettings(r)
 
+	t := newTimers(c)
 	for _, k := range durationKeys {
-		raw := strings.TrimSpace(v.GetString(k.key))
+		accepted := fmt.Sprintf("a Go duration from %v to %v", k.min, k.max)
+		raw := strings.TrimSpace(r.scalar(k.key, accepted))
 		if raw == "" {
-			continue // keep the profile's default
+			continue // a default: the profile's, or derived (derive.go)
 		}
 		d, err := time.ParseDuration(raw)
-		accepted := fmt.Sprintf("a Go duration from %v to %v", k.min, k.max)
-		if err != nil {
-			bad(k.key, raw, accepted, nil)
-			continue
-		}
-		if d < k.min || d > k.max {
+		if err != nil || d < k.min || d > k.max {
 			bad(k.key, raw, accepted, nil)
 			continue
 		}
 		*k.field(c) = d
+		t.set[k.key] = raw
 	}
+	r.errs = append(r.errs, t.derive()...)
 	for i := 1; i < len(c.Election.Retransmit); i++ {
 		c.Election.Retransmit[i] = 2 * c.Election.Retransmit[i-1]
 	}
-	e := &c.Election
-	if e.ElectionMin > e.ElectionMax {
-		bad("election-timeout-min", e.ElectionMin.String(), "at most election-timeout-max ("+e.ElectionMax.String()+")", nil)
-	}
-	if e.ElectionMin <= e.SyncInterval {
-		// TEMPO: a slave must hear at least one round before it suspects the master.
-		bad("election-timeout-min", e.ElectionMin.String(), "more than sync-interval ("+e.SyncInterval.String()+")", nil)
-	}
-	if e.AcceptWindow >= e.ElectionMin {
-		bad("accept-window", e.AcceptWindow.String(), "less than election-timeout-min ("+e.ElectionMin.String()+")", nil)
-	}
-	if e.AnswerDelay >= e.CandidateWait {
-		bad("answer-delay", e.AnswerDelay.String(), "less than candidate-wait ("+e.CandidateWait.String()+")", nil)
-	}
-	if c.Sync.StepThreshold > c.Sync.MaxStep {
-		bad("step-threshold", c.Sync.StepThreshold.String(), "at most max-step ("+c.Sync.MaxStep.String()+")", nil)
-	}
-	if len(errs) == 0 {
+	c.derived = t.from
+	if len(r.errs) == 0 {
 		// The election package has the last word on its own invariants;
 		// the name is the daemon's to fill in, so check with a stand-in.
 		e := c.Election
@@ -328,8 +417,8 @@ func fromViper(v *viper.Viper) (*Config, error) {
 			bad("timers", "", "values the election accepts", err)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if len(r.errs) > 0 {
+		return nil, r.errs
 	}
 	return c, nil
 }
@@ -344,21 +433,21 @@ func list(raw any) []string {
 	return items
 }
 
-func prefixes(v *viper.Viper, key string, bad func(key, value, accepted string, err error)) []netip.Prefix {
+func prefixes(r *reader, key string) []netip.Prefix {
 	var out []netip.Prefix
-	for _, s := range list(v.Get(key)) {
+	for _, s := range r.list(key, "a list of IPv4 networks in CIDR form") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			// BSD accepted a bare network number; take an address as its /32.
 			a, aerr := netip.ParseAddr(s)
 			if aerr != nil || !a.Is4() {
-				bad(key, s, "IPv4 networks in CIDR form, e.g. 192.0.2.0/24", err)
+				r.bad(key, s, "IPv4 networks in CIDR form, e.g. 192.0.2.0/24", err)
 				continue
 			}
 			p = netip.PrefixFrom(a, 32)
 		}
 		if !p.Addr().Is4() {
-			bad(key, s, "IPv4 networks in CIDR form (TSP is IPv4 only)", nil)
+			r.bad(key, s, "IPv4 networks in CIDR form (TSP is IPv4 only)", nil)
 			continue
 		}
 		out = append(out, p.Masked())
@@ -378,13 +467,18 @@ func checkHostPort(s string) error {
 	return nil
 }
 
-// Setting is one effective value and where it came from, for `timed config`.
+// Setting is one effective value and where it came from, for `timed
+// config`: Source is flag, env, file, default, or derived (a dependent
+// default, derive.go), with DerivedFrom the key it follows.
 type Setting struct {
-	Key, Value, Source string
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+	Source      string `json:"source"`
+	DerivedFrom string `json:"derived_from,omitempty"`
 }
 
-// Effective lists every key with its effective value and source (flag,
-// env, file or default), sorted by key.
+// Effective lists every key with its effective value and source, sorted
+// by key. fs is the flag set c was loaded from.
 func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 	values := map[string]string{
 		"master": strconv.FormatBool(c.MayBeMaster), "trusted": strings.Join(c.Trusted, ","),
@@ -400,24 +494,20 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 	for _, k := range durationKeys {
 		values[k.key] = k.field(c).String()
 	}
-	v := viper.New()
-	if path, _ := fs.GetString("config"); path != "" {
-		v.SetConfigFile(path)
-		v.SetConfigType("yaml")
-		_ = v.ReadInConfig() // already read once by Load; here only to name sources
-	}
 	var out []Setting
 	for key, val := range values {
-		src := "default"
+		s := Setting{Key: key, Value: val, Source: "default"}
 		switch {
 		case fs.Changed(key):
-			src = "flag"
-		case os.Getenv(EnvPrefix+"_"+strings.ToUpper(strings.ReplaceAll(key, "-", "_"))) != "":
-			src = "env"
-		case v.InConfig(key):
-			src = "file"
+			s.Source = "flag"
+		case os.Getenv(EnvName(key)) != "":
+			s.Source = "env"
+		case c.inFile[key]:
+			s.Source = "file"
+		case c.derived[key] != "":
+			s.Source, s.DerivedFrom = "derived", c.derived[key]
 		}
-		out = append(out, Setting{Key: key, Value: val, Source: src})
+		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
@@ -433,41 +523,44 @@ func joinPrefixes(ps []netip.Prefix) string {
 
 // authSettings reads the auth keys; each bad value is reported with its
 // key and what is accepted.
-func authSettings(v *viper.Viper, bad func(key, value, accepted string, err error)) Auth {
+func authSettings(r *reader) Auth {
 	var a Auth
-	mode, err := auth.ParseMode(v.GetString("auth"))
+	const modes = "off, optional or required"
+	rawMode := r.scalar("auth", modes)
+	mode, err := auth.ParseMode(rawMode)
 	if err != nil {
-		bad("auth", v.GetString("auth"), "off, optional or required", nil)
+		r.bad("auth", rawMode, modes, nil)
 	}
 	a.Mode = mode
-	a.KeyFile = v.GetString("auth-keys")
+	a.KeyFile = r.scalar("auth-keys", "a path")
 	if a.Mode != auth.Off && a.KeyFile == "" {
-		bad("auth-keys", "", "a key file when auth is "+a.Mode.String(), nil)
+		r.bad("auth-keys", "", "a key file when auth is "+a.Mode.String(), nil)
 	}
-	id, err := cast.ToUint32E(v.Get("auth-sign-key"))
+	id, err := cast.ToUint32E(r.v.Get("auth-sign-key"))
 	if err != nil {
-		bad("auth-sign-key", v.GetString("auth-sign-key"), "a key ID from 0 to 4294967295", nil)
+		r.bad("auth-sign-key", show(r.v.Get("auth-sign-key")), "a key ID from 0 to 4294967295", nil)
 	}
 	a.SignKey = id
-	for _, p := range list(v.Get("unsigned-peers")) {
+	for _, p := range r.list("unsigned-peers", "a list of IPv4 addresses or CIDRs") {
 		pfx, err := auth.ParsePeer(p)
 		if err != nil {
-			bad("unsigned-peers", p, "an IPv4 address or CIDR", err)
+			r.bad("unsigned-peers", p, "an IPv4 address or CIDR", err)
 			continue
 		}
 		a.UnsignedPeers = append(a.UnsignedPeers, pfx)
 	}
-	if raw := strings.TrimSpace(v.GetString("auth-window")); raw != "" {
+	const window = "a Go duration ≥ 0 (0 turns the first-contact check off)"
+	if raw := strings.TrimSpace(r.scalar("auth-window", window)); raw != "" {
 		d, err := time.ParseDuration(raw)
 		switch {
 		case err != nil || d < 0:
-			bad("auth-window", raw, "a Go duration ≥ 0 (0 turns the first-contact check off)", nil)
+			r.bad("auth-window", raw, window, nil)
 		case d == 0:
 			a.Window = auth.NoWindow
 		default:
 			a.Window = d
 		}
 	}
-	a.StateDir = v.GetString("state-dir")
+	a.StateDir = r.scalar("state-dir", "a path")
 	return a
 }

@@ -144,16 +144,38 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 		{[]string{"--clock", "atomic"}, "", `invalid clock "atomic"`},
 		{[]string{"--peers", "127.0.0.1"}, "", `invalid peers "127.0.0.1"`},
 		{[]string{"--profile", "turbo"}, "", `invalid profile "turbo": accepted: bsd or fast`},
-		{[]string{"--election-timeout-min", "20m"}, "", "at most election-timeout-max"},
-		{[]string{"--election-timeout-min", "100s"}, "", "more than sync-interval"},
+		{[]string{"--election-timeout-min", "20m", "--election-timeout-max", "15m"}, "", `invalid election-timeout-max "15m": accepted: more than election-timeout-min (20m0s)`},
+		{[]string{"--election-timeout-min", "100s", "--sync-interval", "100s"}, "", `invalid election-timeout-min "100s": accepted: more than sync-interval (1m40s)`},
 		{nil, "port: many\n", `invalid port "many"`},
 		{nil, "frequency-discipline: maybe\n", `invalid frequency-discipline "maybe": accepted: true or false`},
+		{[]string{"--max-source-influence", "-1ms"}, "", `invalid max-source-influence "-1ms": accepted: a Go duration from 0s to 24h0m0s`},
 	}
 	for _, c := range cases {
 		_, _, err := load(t, c.file, c.args...)
 		var ce *Error
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %q: err = %v, want a *config.Error containing %q", c.args, c.file, err, c.want)
+		}
+	}
+}
+
+// TestMaxSourceInfluence: 50 ms unless set; 0 is a value (no bound), not
+// "unset".
+func TestMaxSourceInfluence(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 50 * time.Millisecond},
+		{[]string{"--max-source-influence", "0"}, 0},
+		{[]string{"--max-source-influence", "10ms"}, 10 * time.Millisecond},
+	} {
+		cfg, _, err := load(t, "", c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Sync.MaxSourceInfluence != c.want {
+			t.Errorf("%v: max-source-influence %v, want %v", c.args, cfg.Sync.MaxSourceInfluence, c.want)
 		}
 	}
 }

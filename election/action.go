@@ -66,6 +66,7 @@ const (
 	RefusedTableFull   RefuseReason = "slave-table-full"    // MaxSlaves reached
 	RefusedNameTaken   RefuseReason = "slave-name-taken"    // a listed slave's name from another address
 	RefusedSendsFull   RefuseReason = "sends-full"          // too many reliable sends pending: this one is not sent
+	RefusedOutranked   RefuseReason = "quit-outranked"      // QUIT from a master whose time source ours outranks (Host)
 )
 
 // Peer is another daemon on the network: its host name and address.
@@ -83,6 +84,12 @@ type SlaveList struct{ Slaves []Peer }
 type SyncRound struct {
 	Round  uint64
 	Slaves []Peer
+	// Dictate (set by a Host, never by a lone Machine): this host's clock
+	// is the truth of the round. The clock layer measures the slaves and
+	// corrects each towards this host's clock, takes no vote (no network
+	// time) and answers Own = 0: the host's clock follows another
+	// network's master, or another network's round votes for it.
+	Dictate bool
 }
 
 // AdjustClock asks the clock layer to slew the local clock by Delta: an
@@ -129,7 +136,11 @@ func (a StateChange) String() string {
 }
 func (a SlaveList) String() string { return "slaves [" + peerNames(a.Slaves) + "]" }
 func (a SyncRound) String() string {
-	return fmt.Sprintf("sync-round %d [%s]", a.Round, peerNames(a.Slaves))
+	d := ""
+	if a.Dictate {
+		d = " dictate"
+	}
+	return fmt.Sprintf("sync-round %d [%s]%s", a.Round, peerNames(a.Slaves), d)
 }
 func (a AdjustClock) String() string {
 	return fmt.Sprintf("adjust-clock %v from %s", a.Delta, a.Master)

@@ -25,9 +25,16 @@ type Config struct {
 	Name string
 
 	// Network labels the network this machine serves ("10.0.0.0/24"), for
-	// logs only. A host on several networks runs one Machine per network;
-	// see the package documentation.
+	// logs only. A host on several networks runs a Host, with one Config
+	// (and one Machine) per network; see the package documentation.
 	Network string
+
+	// Addr is the daemon's own address on this network, when the runtime
+	// knows it. A Host drops the LOOPs that come from it: they are its own
+	// broadcasts coming back, and one it forwarded carries another host's
+	// name, so the name check cannot tell. The zero value: the runtime
+	// does not hand the daemon its own packets. A lone Machine ignores it.
+	Addr netip.AddrPort
 
 	// MayBeMaster is BSD's -M: the host may become candidate and master.
 	// A host without it never leaves the slave side: when it has no master

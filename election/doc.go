@@ -1,12 +1,14 @@
 // Package election is the TEMPO election of 4.3BSD timed (Gusella and
 // Zatti, "An Election Algorithm for a Distributed Clock Synchronization
 // Program", 1985) as a pure state machine: one Machine per daemon per
-// network.
+// network, and a Host that holds the machines of a daemon on several
+// networks and applies BSD's rules across them.
 //
 // The machine owns the protocol and nothing else. It never touches a
 // socket or a clock, starts no goroutine, and takes its randomness from
 // the *rand.Rand given to New, so that a run replays from a seed. It is
-// modelled on etcd-io/raft: events in, actions out.
+// modelled on etcd-io/raft: events in, actions out. The Host is pure in
+// the same way.
 //
 // # Driving it
 //
@@ -45,18 +47,155 @@
 //
 // # Several networks
 //
-// BSD serves every network of a multi-homed host from one process, as
-// master on some ("submaster") and slave on at most one. Here each network
-// gets its own Machine, with Config.Network naming it: the daemon keeps
-// one runtime per network (package timed), each driving its own Machine.
-// For now it serves only the first network. Once it serves several, the
-// host layer is to keep the rule "slave on at most one network": when one
-// machine becomes Slave it stops the machines of the other networks where
-// the host would be a slave (Stop) and restarts them later, and it
-// forwards the slave network's corrections to the networks it masters, as
-// BSD's submaster does. LOOP carries a hop count for that forwarding;
-// with one network served, a master drops LOOPs with its own name and
-// treats any other as a second master.
+// BSD serves every network of a multi-homed host from one process: slave
+// on at most one (its slavenet), master on others (a "submaster", through
+// which time flows from one network to the next), out of use (IGNORE) on
+// the rest. Here a Host holds one Machine per network (NewHost, one Config
+// each, all with the host's Name) and applies those rules on top of them.
+// With one network a Host is its Machine (TestHostOneNetworkIsMachine),
+// unless a gateway passes LOOPs on to that network: then it weighs time
+// sources too, as the rules below say.
+//
+// A runtime drives a Host as it drives a Machine, naming the network of
+// every event (the index of its Config):
+//
+//	for _, a := range h.Step(now, net, ev) { carry out a.Action on network a.Net }
+//
+// Host.Start and Host.Stop start and stop every network. Timers are per
+// network: the same TimerID on two networks is two timers, and the host
+// has one of its own, TimerLook, on the networks it ignores; run them like
+// the machine's. Packets from the host's own address are its own
+// broadcasts and must be dropped, or Config.Addr set so that the host
+// drops them (a LOOP it forwarded carries another host's name). Host.Machine
+// gives a network's machine for queries (Trusted, IsSlaveAt) and
+// SetTrusted; never Step it directly. Besides the machine's actions a Host
+// emits Ignored (a network put out of use, or back into use) and
+// CycleDetected, to log; and it sets SyncRound.Dictate:
+//
+//   - Dictate false: the round votes. The clock layer computes the network
+//     time from the slaves and this host, corrects the slaves towards it
+//     and applies Own to the host's clock, as with one network.
+//   - Dictate true: the host's clock is the truth. The clock layer measures
+//     the slaves, corrects each towards the host's clock, takes no vote
+//     and answers Own = 0 (BSD's dictate). A network dictates where the
+//     host is master and either follows a master on its slavenet (its
+//     clock takes that master's corrections: it is a submaster) or masters
+//     a network of lower index, whose rounds vote: the host's clock gets
+//     one correction a round, from one place.
+//
+// The rules, for a host with several networks:
+//
+//   - Slave on at most one network. The first network on which the host
+//     follows a master is its slavenet; only the slavenet's corrections
+//     (AdjustClock, SetClock) reach the runtime. When another network's
+//     machine would follow a master too, that network is put out of use
+//     (its machine stopped, answering nothing), or the host takes it over,
+//     or it becomes the slavenet, by the time sources below.
+//   - Submaster. A host that may be master runs its other networks'
+//     machines as usual: where no master answers, the machine's own
+//     start-up or election makes it master (it dictates there).
+//   - LOOP. A master broadcasts a LOOP (hop count LoopHops) every round. A
+//     host passes each LOOP it gets on its slavenet from the master it
+//     follows on to every network it masters, hop count − 1 (none that
+//     would reach 0), under its originator's name and sequence number; and
+//     when it comes to master a network, or follows a new master, it passes
+//     on at once those it heard from that master in the last round and a
+//     half.
+//   - Time sources. A master's LOOPs, its own and those it passes on, name
+//     the masters above it; the farthest (lowest hop count) is the top of
+//     its tree, its time source (Host.Source; its own name for a master
+//     that follows nobody). Where two trees meet, the lower time source
+//     (by name) wins. On one network, of two masters the one whose source
+//     is outranked follows the other at once, and the winner refuses the
+//     loser's QUIT (Refused, RefusedOutranked); the names decide as before
+//     when both are their own source or both serve the same one. In a
+//     host, a network that would follow a master serving the host's own
+//     source is ignored (one tree, one way in: BSD IGNORE); one serving a
+//     higher source is taken over (the host becomes master there, passes
+//     its LOOPs on, and QUITs the master); one serving a lower source
+//     becomes the slavenet, and the former slavenet is taken over. The
+//     sources are known once each master has been heard for a whole round
+//     (every LOOP it passes on comes by once a round); until then such a
+//     decision waits, the network ignored, and is taken as soon as they
+//     are. A host that may not be master keeps its first slavenet.
+//   - Cycles. A LOOP carrying the host's own name, received on its
+//     slavenet from the master it follows, went round a cycle of gateways:
+//     time goes round with no source. The host stops following that master
+//     (the slavenet is ignored; CycleDetected) and so becomes the cycle's
+//     time source. A master whose source is the host's own name is never
+//     followed.
+//   - Ignored networks are watched, not probed: the host keeps hearing
+//     their LOOPs. It looks at each again every election period (a fresh
+//     draw from [ElectionMin, ElectionMax], BSD's looktime) and takes it
+//     back into use (its machine starts afresh, and the rules above
+//     decide) when no master has been heard for two and a half rounds,
+//     when the host has no time source elsewhere, or when the network's
+//     master (the sender of its latest LOOP, heard for a round) serves a
+//     source other than the host's and its own name.
+//
+// Why it converges, once faults stop (TestRandomMultiNet checks it on
+// random sites, and that every clock then equals its time source's):
+//
+//  1. Each network settles to one master among the machines running on
+//     it, by the single-network argument (Config.ConvergenceBound).
+//  2. One time source per site. Let R be the lowest-named source of a
+//     site (networks joined by hosts that may be master on both). Nobody
+//     outranks R, so R never yields, and a network never leaves R's tree
+//     (leaving needs a lower source). A network next to R's tree through
+//     such a gateway G joins it: if G is in R's tree it takes the network
+//     over at its next look (or at once, if its machine there follows the
+//     other master); if G is in the other tree, it meets R's tree on a
+//     shared network and yields there. By induction on the distance from
+//     R, every network of the site joins R's tree, each within a look
+//     period and a few rounds.
+//  3. No cycle. With current LOOPs a host never follows a master whose
+//     LOOPs carry its own name, so no following closes a cycle: cycles
+//     come only from lost or outdated LOOPs (the random sites show them
+//     after partitions). A cycle of fewer than LoopHops gateways is found
+//     within a round, since every master in it sends its own LOOP each
+//     round and the others pass it round; its finder becomes a source and
+//     point 2 applies. Its former master, downstream of it, serves the
+//     finder's own name, so the finder leaves that network ignored for good.
+//  4. No flapping. Once the LOOPs heard are those of the settled trees
+//     (a round and a half), every decision is a function of two names that
+//     no longer change: a look that finds the same source keeps the
+//     network ignored without a packet, a master that outranks its rival
+//     keeps outranking it.
+//
+// Limits: a tree deeper than LoopHops − 1 gateways hides its source from
+// the hosts below that (the farthest origin heard stands for it), and a
+// longer cycle is not found (BSD's limit too). The merging of trees needs
+// the masters of a shared network to be Hosts (a daemon on one network
+// runs a Host too): a BSD daemon, or a lone Machine, goes by the names, so
+// a gateway whose source outranks it but whose own name does not may fail
+// to take its network over, which is then ignored, as BSD does.
+//
+// Departures from BSD, and why:
+//
+//   - Trees merge. BSD ignores a network whose master is not its own
+//     master's for good, leaving a site with several time sources; a
+//     gateway restored after a failure never brings its networks back
+//     together. Ours compares the time sources and the lower one takes
+//     over.
+//   - A cycle is broken by the finder alone: it stops following its
+//     master. BSD answers its own LOOP with RESOLVE and QUIT rounds and an
+//     immediate election, which QUITs masters elsewhere in the cycle and
+//     may rebuild it; ours changes nobody else's state, so the cycle has a
+//     root at once and the site converges as in point 2.
+//   - Looks are passive: BSD's looktime probes each ignored network with
+//     MASTERREQ and, finding its master, follows it long enough to be
+//     listed as its slave. Ours listens to LOOPs, which every master sends
+//     each round anyway, and starts the machine only when a change is due.
+//   - Only LOOPs from the master followed on the slavenet are passed on
+//     (BSD: any foreign LOOP on the slavenet); a master sends LOOPs only
+//     on networks it masters (BSD: on every network, ignored ones too).
+//   - A submaster's rounds run on their own timer and dictate the host's
+//     clock; BSD's submaster measured and corrected its slaves when its
+//     own ADJTIME came, with that correction. Time from the top reaches a
+//     network d gateways down within d rounds.
+//   - With several networks and no slavenet one round votes (the lowest
+//     index); BSD's master voted once for all its networks, with every
+//     slave in one table.
 //
 // # Departures from the paper and from FreeBSD, and why
 //
@@ -164,6 +303,7 @@
 //   - The answer delay before ACCEPT and SLAVEUP (delay1) is drawn for
 //     each answer, not once per daemon.
 //   - The automatic answers of readmsg (ACK, MASTERACK) are sent by the
-//     state handlers of the election types only; TRACEON, TRACEOFF and
-//     MSITEREQ are the runtime's.
+//     state handlers of the election types, MSITEREQ's included; TRACEON,
+//     TRACEOFF, MSITE and SETDATE are the runtime's. Replies is the whole
+//     table, BSD's answer beside ours.
 package election

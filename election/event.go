@@ -123,6 +123,9 @@ const (
 	TimerNoMaster
 	// TimerSync starts the master's next sync round.
 	TimerSync
+	// TimerLook is a Host's, one per network it put out of use: when it
+	// runs out the host looks at that network again (BSD looktime).
+	TimerLook
 
 	firstSendTimer TimerID = 1 << 8
 )
@@ -130,6 +133,7 @@ const (
 var timerNames = map[TimerID]string{
 	TimerElection: "election", TimerCandidate: "candidate", TimerAccept: "accept",
 	TimerConsistency: "consistency", TimerNoMaster: "nomaster", TimerSync: "sync",
+	TimerLook: "look",
 }
 
 func (id TimerID) String() string {

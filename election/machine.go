@@ -59,7 +59,7 @@ type Machine struct {
 
 	// Candidate and Master.
 	slaves     map[string]*slave
-	slavesNew  bool // the slave list changed in this Step: SlaveList at its end
+	slavesNew  bool // the slave list changed: a SlaveList ends what take returns
 	masterUpAt time.Time
 	round      uint64
 	roundDone  bool
@@ -74,6 +74,11 @@ type Machine struct {
 	resolveRound int
 	resolveSeqs  map[uint16]bool
 	quitSent     map[string]bool
+
+	// rank, set by a Host, orders this master against another master on
+	// the network by the time sources they follow (host.go); nil, or 0
+	// from it, leaves the decision to the names.
+	rank func(from netip.AddrPort, name string) int
 }
 
 type seenKey struct {
@@ -198,13 +203,19 @@ func (m *Machine) Step(now time.Time, ev Event) Ready {
 			m.syncResult(e)
 		}
 	}
+	return Ready{Actions: m.take()}
+}
+
+// take returns the actions emitted since it was last called, ending with
+// the slave list if that changed (emitSlaves), once.
+func (m *Machine) take() []Action {
 	if m.slavesNew {
 		m.slavesNew = false
 		m.emit(SlaveList{Slaves: m.Slaves()})
 	}
-	rd := Ready{Actions: m.out}
+	out := m.out
 	m.out = nil
-	return rd
+	return out
 }
 
 func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
@@ -503,12 +514,14 @@ const maxSeen = 4096
 // ---- receive ---------------------------------------------------------------
 
 func (m *Machine) recv(p tsp.Packet, from netip.AddrPort) {
-	if p.Name == m.cfg.Name {
-		return // our own broadcast, looped back
-	}
 	if p.Type == tsp.Test {
+		// timedc election: under this host's own name when run here, which
+		// BSD's readmsg lets through too.
 		m.forceElection()
 		return
+	}
+	if p.Name == m.cfg.Name {
+		return // our own broadcast, looped back
 	}
 	m.matchAnswer(p, from)
 	peer := Peer{Name: p.Name, Addr: from}
@@ -903,6 +916,9 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 	switch p.Type {
 	case tsp.MasterReq, tsp.Resolve:
 		m.reply(tsp.MasterAck, p, peer.Addr)
+	case tsp.MSiteReq:
+		// A BSD slave asking for timedc msite (BSD masterack).
+		m.reply(tsp.Ack, p, peer.Addr)
 	case tsp.SlaveUp:
 		s := m.addSlave(p, peer)
 		if s == nil {
@@ -955,11 +971,19 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 			m.askIfMaster(p, peer)
 			return
 		}
+		r := m.rivalRank(peer)
+		if r < 0 {
+			// Our time source outranks the sender's (several networks):
+			// it is the one to give way.
+			m.refused(p, peer.Addr, RefusedOutranked)
+			m.quitRival(peer)
+			return
+		}
 		m.reply(tsp.Ack, p, peer.Addr)
 		if m.dup(p) {
 			return
 		}
-		if m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
+		if r == 0 && m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
 			return // both told each other to quit: the lower name stays
 		}
 		m.followMaster(peer, "QUIT from "+p.Name)
@@ -968,24 +992,69 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 	}
 }
 
+// rivalRank orders this master against the master at peer by the time
+// sources they follow, as the Host sees them: −1 when ours outranks
+// theirs, +1 when theirs outranks ours, 0 when the names decide (no Host,
+// or both are their own time source, or both follow the same one).
+func (m *Machine) rivalRank(peer Peer) int {
+	if m.rank == nil {
+		return 0
+	}
+	return m.rank(peer.Addr, peer.Name)
+}
+
+// quitRival tells another master to QUIT and, once it has, broadcasts
+// MASTERUP to collect its slaves (as after a CONFLICT).
+func (m *Machine) quitRival(peer Peer) {
+	m.quit(peer, func() {
+		if m.state == Master {
+			m.masterUp()
+		}
+	})
+}
+
+// takeOver makes the machine master of its network at once, as its Host
+// decided (the master it follows, rival, serves a time source that ours
+// outranks), and tells rival to QUIT. A stopped machine is started.
+func (m *Machine) takeOver(rival Peer, reason string) {
+	if !m.running {
+		m.running = true
+		m.state, m.stateSince = StartUp, m.now
+		m.emit(StateChange{From: StartUp, To: StartUp, Reason: "started"})
+	}
+	for _, o := range sortedSends(m.sends) {
+		if o.pkt.Type == tsp.SlaveUp {
+			m.dropSend(o)
+			m.emit(CancelTimer{ID: o.id})
+		}
+	}
+	m.becomeMaster(reason)
+	m.quitRival(rival)
+}
+
 // foreignMaster handles evidence of another master on the network (its
 // LOOP, MASTERUP, ADJTIME or SETTIME). An untrusted one is suppressed. Of
 // two trusted masters the one with the lower name QUITs the other; the
 // higher-named one answers with its own LOOP so the lower one learns of it
 // at once. BSD has every master QUIT the sender of a foreign LOOP, so two
 // masters whose LOOPs cross QUIT each other and leave none.
+//
+// On a Host (several networks) the time sources the two masters follow
+// decide first (rivalRank): the master whose source is outranked follows
+// the other at once, rather than answering with a LOOP, since the other
+// may be a machine that goes by the names and would only answer back.
 func (m *Machine) foreignMaster(p tsp.Packet, peer Peer) {
 	if !m.isTrusted(peer.Addr) {
 		m.suppress(peer)
 		return
 	}
-	if m.cfg.Name < p.Name {
-		m.quit(peer, func() {
-			// It quit: collect its slaves (as after a CONFLICT).
-			if m.state == Master {
-				m.masterUp()
-			}
-		})
+	r := m.rivalRank(peer)
+	if r > 0 {
+		m.followMaster(peer, "outranked: "+p.Type.String()+" from "+p.Name)
+		return
+	}
+	if r < 0 || m.cfg.Name < p.Name {
+		m.quitRival(peer)
 		return
 	}
 	if p.Type == tsp.Loop || p.Type == tsp.MasterUp {

@@ -145,6 +145,11 @@ func (m *Machine) matchAnswer(p tsp.Packet, from netip.AddrPort) {
 	if o == nil || o.want != p.Type || o.sent == 0 || (!o.bcast && o.to != from) {
 		return
 	}
+	if o.role == roleProbe && !m.isTrusted(from) {
+		// An untrusted master's answer does not end the search for a
+		// master: it is suppressed, and probing goes on.
+		return
+	}
 	m.dropSend(o)
 	m.emit(CancelTimer{ID: o.id})
 	if o.onAck != nil {

@@ -2,6 +2,7 @@ package election
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/timed-project/timed/tsp"
@@ -210,5 +211,35 @@ func TestFloodBounded(t *testing.T) {
 	// The master's own sends have a bound of their own.
 	if got := h.m.pendingBound(roleMaster); got <= h.m.cfg.MaxSlaves {
 		t.Fatalf("master bound %d leaves no room for MaxSlaves %d", got, h.m.cfg.MaxSlaves)
+	}
+}
+
+// TestUntrustedMasterAckKeepsProbing: at start-up a MASTERACK from an
+// untrusted master is suppressed and does not end the probe: the probe is
+// sent again, and with nobody trusted answering the daemon looks for a
+// master no further (No Master), as if none had answered.
+func TestUntrustedMasterAckKeepsProbing(t *testing.T) {
+	cfg := DefaultConfig("a")
+	cfg.Trusted = []netip.AddrPort{addr(2)}
+	h := newHarness(t, cfg)
+	req := sends(h.step(Start{}))[0].Packet
+	acts := h.recv(tsp.MasterAck, req.Seq, "evil", addr(6))
+	if !containsSend(acts, tsp.Quit, addr(6)) {
+		t.Fatalf("untrusted MASTERACK not suppressed: %s", sendTypes(acts))
+	}
+	h.fireSends()
+	if h.m.State() != NoMaster {
+		t.Fatalf("state %v after the probe ran out with only an untrusted answer, want nomaster", h.m.State())
+	}
+}
+
+// TestTimedcElectionFromThisHost: TEST under this host's own name (timedc
+// election run beside the daemon) starts an election.
+func TestTimedcElectionFromThisHost(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toSlave()
+	h.recv(tsp.Test, 0, "a", addr(1))
+	if h.m.State() != Candidate {
+		t.Fatalf("state %v after TEST under our own name, want candidate", h.m.State())
 	}
 }

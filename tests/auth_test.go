@@ -3,6 +3,7 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,22 @@ func TestAuthRequired(t *testing.T) {
 	a.send(c.slaves[0], tsp.Packet{Type: tsp.AdjTime, Seq: 9, Time: durationTimeval(t, 4995*time.Second), Name: c.master.name})
 	c.awaitDrop(c.slaves[0], "auth unsigned", st, 1)
 	c.held("unsigned ADJTIME under required auth", before)
+
+	// timedc signs with the key file, so its msite and clockdiff are
+	// heard; without it, the daemon drops its packets.
+	target := "127.0.0.1:" + strconv.Itoa(c.slaves[1].port)
+	out, err := timedc(t, "--auth-keys", keys, "--json", "msite", target)
+	if err != nil || !strings.Contains(out, `"master": "`+c.master.name+`"`) {
+		t.Fatalf("signed msite: %v: %s", err, out)
+	}
+	if out, err := timedc(t, "--auth-keys", keys, "--json", "clockdiff", target); err != nil || !strings.Contains(out, `"method": "probe"`) {
+		t.Fatalf("signed clockdiff: %v: %s", err, out)
+	}
+	st = c.snapshot(c.slaves[1])
+	if _, err := timedc(t, "--timeout", "1s", "msite", target); err == nil {
+		t.Fatal("an unsigned msite was answered under required auth")
+	}
+	c.awaitDrop(c.slaves[1], "auth unsigned", st, 1)
 }
 
 // TestAuthOptionalAdmitsBSD: signing daemons in optional mode take a

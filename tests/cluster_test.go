@@ -94,6 +94,17 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
+// freeTCPAddr finds a TCP address free on loopback (for --metrics-listen).
+func freeTCPAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // newCluster starts n daemons in peers mode on loopback, each on a
 // simulated clock offset by offsets[i] (none touches the real clock).
 func newCluster(t *testing.T, offsets []time.Duration, extra func(i int) []string) *cluster {

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +40,7 @@ func TestRingElectEveryAlgorithm(t *testing.T) {
 			continue
 		}
 		var res live.Result
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
+		if err := oneAnswer(out, &res); err != nil {
 			t.Fatalf("%s: %v in %q", alg.Name, err, out)
 		}
 		if err := ringcheck.Result(alg, res, 5); err != nil {

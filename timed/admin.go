@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/tsp"
 )
 
@@ -19,17 +20,14 @@ import (
 // socket.
 
 const (
-	reservedPorts   = 1024             // source ports below this need root
-	localAddrsTTL   = 10 * time.Second // how long the host's address list is trusted
-	maxLoggedAdmins = 256              // refused sources remembered for log-once
+	reservedPorts = 1024             // source ports below this need root
+	localAddrsTTL = 10 * time.Second // how long the host's address list is trusted
 )
 
-// adminSources caches this host's addresses and remembers which refused
-// sources were logged.
+// adminSources caches this host's addresses.
 type adminSources struct {
 	addrs  map[netip.Addr]bool
 	readAt time.Time
-	logged map[netip.AddrPort]bool
 }
 
 // isLocal: a is loopback or one of this host's interface addresses. The
@@ -61,13 +59,9 @@ func (d *Daemon) adminAllowed(p tsp.Packet, from netip.AddrPort) bool {
 		return true
 	}
 	d.st.refusedAdmin()
-	if d.admins.logged == nil {
-		d.admins.logged = map[netip.AddrPort]bool{}
-	}
-	if !d.admins.logged[from] && len(d.admins.logged) < maxLoggedAdmins {
-		d.admins.logged[from] = true
-		d.log.WithFields(logrus.Fields{"type": p.Type.String(), "from": from.String()}).
-			Warn("refused an admin packet: accepted only from a reserved port on this host (use the control socket); further ones from this source are only counted")
+	const msg = "refused an admin packet: accepted only from a reserved port on this host (use the control socket); further ones from this source are only counted"
+	if e := d.refusedOnce.Entry(limit.Key{Msg: msg, Source: from.Addr()}, time.Now()); e != nil {
+		e.WithFields(logrus.Fields{"type": p.Type.String(), "from": from.String()}).Warn(msg)
 	}
 	return false
 }

@@ -55,6 +55,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 			rt.step(election.ForceElection{}, time.Time{})
 		}
 		return control.Response{OK: true}
+	case control.CmdStep:
+		return d.operatorStep(req)
 	case control.CmdQuit:
 		d.log.Info("quit requested over the control socket")
 		if d.quit != nil {
@@ -62,7 +64,7 @@ func (d *Daemon) control(req control.Request) control.Response {
 		}
 		return control.Response{OK: true}
 	}
-	return control.Response{Error: fmt.Sprintf("unknown command %q (status, trace, election, quit)", req.Cmd)}
+	return control.Response{Error: fmt.Sprintf("unknown command %q (status, trace, election, step, quit)", req.Cmd)}
 }
 
 // Reload applies what can change without a restart (log level, trusted

@@ -27,12 +27,14 @@ func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) {
 }
 
 func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
+	defer d.alarmNotify()
 	fields := logrus.Fields{"by": a.By, "action": a.Action.String(), "from": from}
 	if a.FreqChanged {
 		fields["frequency_ppm"] = a.FrequencyPPM
 	}
 	switch {
 	case a.Action == clocksync.Refused:
+		d.metrics.refused()
 		return // the applier has logged the refusal (max-step) as an error
 	case err != nil:
 		d.log.WithFields(fields).WithError(err).Error("correction failed")
@@ -40,5 +42,13 @@ func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
 	}
 	d.st.corrected(a)
 	d.metrics.corrected(a)
+	if a.Alarm {
+		// In alarm the clock moved by max-step only, at most once a round:
+		// rare, and what a sysadmin must see.
+		fields["requested"] = a.Requested
+		fields["clock_offset"] = d.applier.Alarm().Offset
+		d.log.WithFields(fields).Warn("alarm: moving towards network time by max-step")
+		return
+	}
 	d.log.WithFields(fields).Info("clock corrected")
 }

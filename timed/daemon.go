@@ -19,6 +19,7 @@ import (
 	"github.com/timed-project/timed/config"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/election/ring/live"
+	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/udp"
@@ -58,6 +59,10 @@ type Daemon struct {
 	trustGen  uint64             // the -F list in force; older retries stop
 	admins    adminSources       // who may send admin packets (admin.go)
 	stateLock *os.File           // the state directory's lock (auth.go), held until closeResources
+	// Lines about what others sent are rate-limited: refusals of the
+	// election machine once a minute per kind and source, refused admin
+	// packets once per source; both flushed with their counts (flushLogs).
+	refusedLog, refusedOnce *limit.Logger
 }
 
 // Options are what a caller may supply instead of the defaults.
@@ -111,7 +116,10 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 			return nil, fmt.Errorf("clock %s: %w", cfg.Clock, err)
 		}
 	}
-	d.applier = &clocksync.Applier{Clock: d.clock, StepThreshold: localStepThreshold(cfg), MaxStep: cfg.Sync.MaxStep, Log: log}
+	d.applier = &clocksync.Applier{Clock: d.clock, StepThreshold: localStepThreshold(cfg), MaxStep: cfg.Sync.MaxStep, Log: log,
+		// In alarm, at most one max-step move per round, and round
+		// jitter does not skip one (clocksync's default is ¾ of BSD's).
+		RecoveryInterval: cfg.Election.SyncInterval * 3 / 4}
 	if cfg.Sync.FrequencyDiscipline {
 		// A baseline of most of a round: corrections closer together (a
 		// retransmitted ADJTIME, a forced round) say little about the rate.
@@ -168,7 +176,7 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	d.measurer = d.probe
 	if icmp, err := clocksync.NewICMPMeasurer(d.clock, clocksync.ICMPConfig{}); err == nil {
 		d.icmp = icmp
-		d.measurer = fallbackMeasurer{probe: d.probe, icmp: icmp, ours: &sync.Map{}}
+		d.measurer = newFallbackMeasurer(d.probe, icmp)
 	} else {
 		log.WithError(err).Info("ICMP timestamps unavailable: only daemons answering the probe can be measured")
 	}
@@ -185,6 +193,8 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		return nil, err
 	}
 	d.roundCtx, d.cancelRound = context.WithCancel(context.Background())
+	d.refusedLog = limit.NewLogger(log, limit.LogConfig{})
+	d.refusedOnce = limit.NewLogger(log, limit.LogConfig{Once: true})
 	d.ring = newRingRunner(d)
 	d.st.init(d)
 	if err := d.applyTrusted(cfg.Trusted); err != nil {
@@ -251,32 +261,6 @@ type extSender struct{ tr *udp.Transport }
 
 func (s extSender) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error { return s.tr.SendExt(&p, to) }
 
-// fallbackMeasurer asks with the probe first (our daemons answer it with
-// nanosecond stamps) and falls back to ICMP timestamps (BSD daemons, ms)
-// only for hosts that have never answered a probe: ICMP is answered by the
-// kernel, which for one of our daemons on a simulated clock (or after a
-// probe merely got lost) is not the clock being synchronised.
-type fallbackMeasurer struct {
-	probe, icmp clocksync.Measurer
-	ours        *sync.Map // netip.AddrPort → struct{}: hosts that answered a probe
-}
-
-func (f fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (clocksync.Measurement, error) {
-	m, err := f.probe.Measure(ctx, host)
-	if err == nil {
-		f.ours.Store(host, struct{}{})
-		return m, nil
-	}
-	if _, ours := f.ours.Load(host); ours || ctx.Err() != nil {
-		return m, err
-	}
-	m, ierr := f.icmp.Measure(ctx, host)
-	if ierr != nil {
-		return m, fmt.Errorf("probe: %w; icmp: %w", err, ierr)
-	}
-	return m, nil
-}
-
 // Run runs the daemon until ctx is cancelled, then stops within a second:
 // it tells the machine to stop, ends measurements in flight and closes the
 // sockets.
@@ -293,6 +277,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, rt := range d.runtimes {
 		rt.step(election.Start{}, time.Time{})
 	}
+	d.flushLogs()
 	notifyReady(d)
 	watchdog := newWatchdog()
 	defer watchdog.Stop()

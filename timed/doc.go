@@ -39,9 +39,11 @@
 // picks the one a packet belongs to; loop.go carries out a runtime's
 // machine actions and timers and dispatches packets; syncround.go is a
 // master's measure-average-correct round; correct.go applies corrections
-// to the host clock; date.go the date path; ext.go our version-2
-// extensions (clock probes, ring elections); ring.go hosts
-// election/ring/live's runner of live ring elections (timedc ring elect);
+// to the host clock; alarm.go shows the max-step alarm and steps the
+// clock at the operator's request (timedc step); date.go the date path;
+// ext.go our version-2 extensions (clock probes, ring elections); ring.go
+// hosts election/ring/live's runner of live ring elections (timedc ring
+// elect);
 // status.go, control.go, metrics.go and notify.go are what the daemon
 // tells timedc, Prometheus and systemd; admin.go decides who may send
 // admin packets; reload.go is SIGHUP; trust.go resolves the -F list;

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
@@ -45,4 +46,19 @@ func stderrIsJournal() bool {
 		return false
 	}
 	return uint64(st.Dev) == dev && st.Ino == ino
+}
+
+// logFlushInterval is how often the rate-limited loggers report what they
+// suppressed.
+const logFlushInterval = time.Minute
+
+// flushLogs reports, once a logFlushInterval, how many lines about others'
+// packets were suppressed, and schedules itself again on the loop.
+func (d *Daemon) flushLogs() {
+	d.after(logFlushInterval, func() {
+		now := time.Now()
+		d.refusedLog.Flush(now, logrus.DebugLevel)
+		d.refusedOnce.Flush(now, logrus.WarnLevel)
+		d.flushLogs()
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/udp"
 )
@@ -68,7 +69,11 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		d.applySetTime(a.Time, queued, a.Master)
 	case election.Refused:
 		rt.st.refusedPacket(a.Reason)
-		rt.log.WithFields(logrus.Fields{"type": a.Type.String(), "from": a.From.String(), "reason": string(a.Reason)}).Debug("refused")
+		// Refusals come at the rate of whoever sends them: the log says
+		// each kind once a minute per source, with the count suppressed.
+		if e := rt.d.refusedLog.Entry(limit.Key{Msg: "refused " + string(a.Reason), Source: a.From.Addr()}, time.Now()); e != nil {
+			e.WithFields(logrus.Fields{"network": rt.network.String(), "type": a.Type.String(), "from": a.From.String()}).Debug("refused " + string(a.Reason))
+		}
 	default:
 		rt.log.WithField("action", a).Error("unknown action from the election machine")
 	}

@@ -26,6 +26,8 @@ type metrics struct {
 	state       *prometheus.GaugeVec
 	elections   prometheus.Counter
 	corrections *prometheus.CounterVec
+	refusedCorr prometheus.Counter
+	alarm       prometheus.GaugeFunc
 	correction  prometheus.Gauge
 	frequency   prometheus.Gauge
 	slaveOffset *prometheus.GaugeVec
@@ -45,6 +47,8 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 			Help: "Elections this daemon took part in or saw."}),
 		corrections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timed_corrections_total",
 			Help: "Corrections applied to the local clock, by action."}, []string{"action"}),
+		refusedCorr: prometheus.NewCounter(prometheus.CounterOpts{Name: "timed_corrections_refused_total",
+			Help: "Corrections refused: beyond max-step and not (yet) confirmed as towards network time, or asked again within a round of the last max-step move."}),
 		correction: prometheus.NewGauge(prometheus.GaugeOpts{Name: "timed_offset_seconds",
 			Help: "The last correction applied to the local clock: how far it was from the network time."}),
 		frequency: prometheus.NewGauge(prometheus.GaugeOpts{Name: "timed_frequency_ppm",
@@ -56,7 +60,15 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "timed_sync_rounds_total",
 			Help: "Master only: sync rounds measured."}),
 	}
-	reg.MustRegister(m.state, m.elections, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
+	m.alarm = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "timed_alarm",
+		Help: "1 while the local clock is in the max-step alarm: corrections beyond max-step are asked of it (timedc status, timedc step)."},
+		func() float64 { // the Applier is safe for concurrent use
+			if d.applier.Alarm().On {
+				return 1
+			}
+			return 0
+		})
+	reg.MustRegister(m.alarm, m.refusedCorr, m.state, m.elections, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
 		transportCollector{d.tr}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -104,6 +116,12 @@ func (m *metrics) corrected(a clocksync.Applied) {
 	m.correction.Set(a.By.Seconds())
 	if a.FreqChanged {
 		m.frequency.Set(a.FrequencyPPM)
+	}
+}
+
+func (m *metrics) refused() {
+	if m != nil {
+		m.refusedCorr.Inc()
 	}
 }
 

@@ -18,7 +18,8 @@ func notifyReady(d *Daemon) {
 	notifyStatus(d)
 }
 
-// notifyStatus tells each network's state, "; " between networks.
+// notifyStatus tells each network's state, "; " between networks, and
+// the max-step alarm when it is on.
 func notifyStatus(d *Daemon) {
 	parts := make([]string, len(d.runtimes))
 	for i, rt := range d.runtimes {
@@ -27,6 +28,9 @@ func notifyStatus(d *Daemon) {
 			status += ", master " + m.Name
 		}
 		parts[i] = fmt.Sprintf("%s on %s", status, rt.network)
+	}
+	if a := d.applier.Alarm(); a.On {
+		parts = append(parts, fmt.Sprintf("ALARM: clock %+.3fs from network time, beyond max-step (timedc step)", a.Offset.Seconds()))
 	}
 	_, _ = daemon.SdNotify(false, "STATUS="+strings.Join(parts, "; "))
 }

@@ -20,6 +20,7 @@ type status struct {
 	frequencyPPM   float64
 	unknownTypes   uint64
 	refusedAdmins  uint64 // admin packets from an unprivileged source
+	alarm          bool   // the max-step alarm as systemd was last told
 }
 
 func (s *status) init(d *Daemon) {
@@ -120,6 +121,7 @@ func (d *Daemon) snapshot() *control.Status {
 		Hostname:       d.hostname,
 		Clock:          d.cfg.Clock,
 		MayBeMaster:    d.cfg.MayBeMaster,
+		Alarm:          d.alarmStatus(d.applier.Alarm()),
 		LastCorrection: s.lastCorrection,
 		FrequencyPPM:   s.frequencyPPM,
 		Trace:          s.trace,

@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/config"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp"
 )
@@ -49,6 +50,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	}
 	// Read on the loop: a SIGHUP reload replaces d.cfg while the round runs.
 	opt := clocksync.CorrectOptions{StepThreshold: d.cfg.Sync.StepThreshold}
+	netOpt := networkOptions(d.cfg)
 	d.rounds.Add(1)
 	go func() {
 		defer d.rounds.Done()
@@ -61,7 +63,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		// After a date change the master's clock is the truth for a few
 		// rounds (BSD dictate): the slaves follow it, no vote.
 		if !dictate {
-			done.network = clocksync.NetworkTime(offsets, clocksync.NetworkOptions{})
+			done.network = clocksync.NetworkTime(offsets, netOpt)
 		}
 		done.result.Own = done.network.Offset
 		for i, m := range res {
@@ -80,6 +82,17 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		case <-d.roundCtx.Done():
 		}
 	}()
+}
+
+// networkOptions maps the configuration onto clocksync's: there zero
+// means the default bound and a negative value none; in the configuration
+// 0 is "no bound", as a sysadmin reads it.
+func networkOptions(cfg *config.Config) clocksync.NetworkOptions {
+	b := cfg.Sync.MaxSourceInfluence
+	if b <= 0 {
+		b = -1
+	}
+	return clocksync.NetworkOptions{MaxSourceInfluence: b}
 }
 
 // syncFinished hands the corrections to the machine (which sends them)

@@ -22,5 +22,22 @@
 //
 // Decoding accepts exactly what the BSD receiver (readmsg.c) accepts, so
 // that a daemon built on it interoperates with BSD daemons in both
-// directions.
+// directions, with one exception: a name that is not a printable host
+// name (control bytes, spaces, bytes beyond ASCII) is refused (ErrBadName),
+// since names end up on admins' screens.
+//
+// With keyed authentication on (package tsp/auth) a datagram carries a
+// trailer after the packet. BSD's receiver reads 268 bytes and never sees
+// it, and Unmarshal ignores bytes past 268 in the same way, so a signed
+// packet is still a valid TSP packet. The trailer, all integers
+// big-endian, 36 + L bytes:
+//
+//	0..3 magic "TSPA" | 4 trailer version 1 | 5 MAC length L (20, 32, 48, 64)
+//	6..7 reserved, zero | 8..11 key ID | 12..19 sender identity
+//	20..27 counter, increasing per sender | 28..35 sender's time, Unix ns
+//	36.. HMAC(key, packet ‖ trailer bytes 0..35), L bytes
+//
+// An extension packet's trailer follows its payload (the packet ends where
+// its header says). tsp/auth's package doc has the details and the replay
+// rules.
 package tsp

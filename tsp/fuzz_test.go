@@ -3,8 +3,9 @@ package tsp
 import (
 	"bytes"
 	"encoding/hex"
-	"os"
 	"testing"
+
+	"github.com/timed-project/timed/internal/vectors"
 )
 
 // FuzzUnmarshal: decoding never panics, and whatever decodes re-encodes to
@@ -12,7 +13,7 @@ import (
 // stable). Seeds are the shared vectors, when present, and a few shapes of
 // our own.
 func FuzzUnmarshal(f *testing.F) {
-	if _, err := os.Stat(vectorsDir()); err == nil {
+	if vectors.Present() {
 		for _, v := range loadVectors(f) {
 			if b, err := hex.DecodeString(v.RawHex); err == nil {
 				f.Add(b)

@@ -1,15 +1,12 @@
 package tsp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/timed-project/timed/internal/vectors"
 )
 
 // vector is one line of ../shared/vectors/*.jsonl (see its README).
@@ -52,51 +49,11 @@ func (f *vectorFields) packet() Packet {
 	return p
 }
 
-// vectorsDir is ../shared/vectors beside the checkout, or $TIMED_VECTORS.
-func vectorsDir() string {
-	if d := os.Getenv("TIMED_VECTORS"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "vectors")
-}
-
-// loadVectors reads every *.jsonl file. Only these tests of shared data may
-// skip, and only when the folder is absent.
+// loadVectors reads every vector (internal/vectors); it skips only where
+// the shared folder is absent.
 func loadVectors(tb testing.TB) []vector {
 	tb.Helper()
-	dir := vectorsDir()
-	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		if _, statErr := os.Stat(dir); os.IsNotExist(statErr) {
-			tb.Skipf("test vectors not found at %s (set TIMED_VECTORS): the shared folder is absent", dir)
-		}
-		tb.Fatalf("no *.jsonl vectors in %s: %v", dir, err)
-	}
-	var vs []vector
-	for _, file := range files {
-		f, err := os.Open(file)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for line := 1; sc.Scan(); line++ {
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-				continue
-			}
-			var v vector
-			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-				tb.Fatalf("%s:%d: %v", file, line, err)
-			}
-			v.where = fmt.Sprintf("%s:%d", filepath.Base(file), line)
-			vs = append(vs, v)
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return vs
+	return vectors.Load(tb, func(v *vector, at string) { v.where = at })
 }
 
 func mustHex(t *testing.T, s string) []byte {

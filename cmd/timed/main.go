@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/timed-project/timed/config"
+	"github.com/timed-project/timed/internal/gendocs"
 	"github.com/timed-project/timed/timed"
 )
 
@@ -25,9 +27,23 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "timed:", err)
+	root := newRoot()
+	root.AddCommand(gendocs.Command()) // hidden: make man's `timed gen-docs DIR`
+	if err := root.Execute(); err != nil {
+		printError(os.Stderr, err)
 		os.Exit(1)
+	}
+}
+
+// printError writes each problem on a line of its own: a configuration
+// with several bad values gets them all, each after "timed:".
+func printError(w io.Writer, err error) {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) > 1 {
+		fmt.Fprintf(w, "timed: %d problems:\n", len(lines))
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, "timed:", l)
 	}
 }
 
@@ -123,11 +139,16 @@ func configCmd(root *cobra.Command) *cobra.Command {
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(settings)
+				return enc.Encode(configJSON{SchemaVersion: 1, File: cfg.File, FileFound: cfg.FileFound, Settings: settings})
 			}
+			fmt.Fprintln(cmd.OutOrStdout(), fileLine(cfg))
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			for _, s := range settings {
-				fmt.Fprintf(tw, "%s:\t%s\t# %s\n", s.Key, quote(s.Value), s.Source)
+				src := s.Source
+				if s.DerivedFrom != "" {
+					src += " from " + s.DerivedFrom
+				}
+				fmt.Fprintf(tw, "%s:\t%s\t# %s\n", s.Key, quote(s.Value), src)
 			}
 			return tw.Flush()
 		},
@@ -136,6 +157,26 @@ func configCmd(root *cobra.Command) *cobra.Command {
 	// The daemon's flags apply to `timed config` too: `timed --port 1525 config`.
 	cmd.Flags().AddFlagSet(root.Flags())
 	return cmd
+}
+
+// configJSON is `timed config --json`: the file read and every setting.
+type configJSON struct {
+	SchemaVersion int              `json:"schema_version"`
+	File          string           `json:"file"`       // the file looked for; "" with --config ""
+	FileFound     bool             `json:"file_found"` // false: none there (at the default path, not an error)
+	Settings      []config.Setting `json:"settings"`
+}
+
+// fileLine says which file was read, as a YAML comment so that the output
+// stays a valid configuration file.
+func fileLine(c *config.Config) string {
+	switch {
+	case c.FileFound:
+		return "# file: " + c.File
+	case c.File == "":
+		return "# file: none (--config \"\")"
+	}
+	return "# file: none found at " + c.File + " (defaults, environment and flags only)"
 }
 
 func quote(s string) string {

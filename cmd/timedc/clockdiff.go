@@ -29,6 +29,10 @@ func clockdiffCmd(o *options) *cobra.Command {
 				return err
 			}
 			defer conn.Close()
+			if err := o.setupAuth(); err != nil {
+				return err
+			}
+			conn.Signer = o.signer
 			probe := clocksync.NewProbeClient(conn, clock, ownName(), clocksync.ProbeConfig{})
 			served := make(chan struct{})
 			go func() {

@@ -27,22 +27,19 @@ func ringCmd(o *options) *cobra.Command {
 			if len(args) == 1 {
 				host = args[0]
 			}
-			res, err := ringElect(o, host, alg, unit)
-			if err != nil {
-				return err
-			}
-			if o.json {
-				if err := o.emit(res, ""); err != nil {
-					return err
+			return o.forEachHost([]string{host}, func(h string) (string, map[string]any, error) {
+				res, err := ringElect(o, h, alg, unit)
+				if err != nil {
+					return "", nil, err
 				}
-			} else if res.Error == "" {
-				fmt.Fprintf(o.out, "leader %s (id %d) elected by %s among %d daemons: %d messages (bound %.0f), %d bits, %.3f s\n",
-					res.Leader, res.LeaderID, res.Algorithm, res.N, res.Messages, res.Bound, res.Bits, res.Seconds)
-			}
-			if res.Error != "" {
-				return fmt.Errorf("ring election (%s): %s", res.Algorithm, res.Error)
-			}
-			return nil
+				fields, ferr := fieldsOf(res)
+				if res.Error != "" {
+					delete(fields, "error") // forEachHost writes it
+					return "", fields, fmt.Errorf("ring election (%s): %s", res.Algorithm, res.Error)
+				}
+				return fmt.Sprintf("leader %s (id %d) elected by %s among %d daemons: %d messages (bound %.0f), %d bits, %.3f s",
+					res.Leader, res.LeaderID, res.Algorithm, res.N, res.Messages, res.Bound, res.Bits, res.Seconds), fields, ferr
+			})
 		},
 	}
 	elect.Flags().StringVar(&alg, "algorithm", "chang-roberts", "algorithm (see timedc ring algorithms)")
@@ -52,13 +49,19 @@ func ringCmd(o *options) *cobra.Command {
 		Short: "list the algorithms with their topology and message bound",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			// Not an answer from a host: rows without "host", but with
+			// schema_version as every object timedc prints.
 			type row struct {
-				Name, Topology, Elects, Bound string
-				Live                          bool
+				Name          string `json:"name"`
+				Topology      string `json:"topology"`
+				Elects        string `json:"elects"`
+				Bound         string `json:"bound"`
+				Live          bool   `json:"live"`
+				SchemaVersion int    `json:"schema_version"`
 			}
 			var rows []row
 			for _, a := range ring.All() {
-				rows = append(rows, row{a.Name, topologyName(a.Topology), extremumName(a.Elects), a.BoundText, !a.HalfDuplex})
+				rows = append(rows, row{a.Name, topologyName(a.Topology), extremumName(a.Elects), a.BoundText, !a.HalfDuplex, schemaVersion})
 			}
 			if o.json {
 				return o.emit(rows, "")
@@ -104,7 +107,7 @@ func ringElect(o *options, host, alg string, unit time.Duration) (*live.Result, 
 		return nil, err
 	}
 	var res *live.Result
-	err = roundTrip(context.Background(), addr, b, o.wait(90*time.Second), func(d []byte) bool {
+	err = o.roundTrip(context.Background(), addr, b, o.wait(90*time.Second), func(d []byte) bool {
 		e, err := tsp.UnmarshalExt(d)
 		if err != nil {
 			return false

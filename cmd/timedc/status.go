@@ -14,31 +14,63 @@ import (
 	"github.com/timed-project/timed/timed/control"
 )
 
+// localHost is the "host" of the answers that come over the control
+// socket, which is always this host's daemon.
+const localHost = "localhost"
+
 func statusCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "show the local daemon's state, master, slaves and counters (control socket)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.wait(5*time.Second))
-			defer cancel()
-			resp, err := control.Call(ctx, o.controlSocket, control.Request{Cmd: control.CmdStatus})
-			if err != nil {
-				return err
-			}
-			if resp.Status == nil {
-				return fmt.Errorf("timed at %s answered without a status", o.controlSocket)
-			}
-			if o.json {
-				return o.emit(resp.Status, "")
-			}
-			return printStatus(o, resp.Status)
+			return o.local(cmd.Context(), control.Request{Cmd: control.CmdStatus}, "a status",
+				func(resp *control.Response) (any, string, bool) {
+					if resp.Status == nil {
+						return nil, "", false
+					}
+					return resp.Status, statusText(resp.Status), true
+				})
 		},
 	}
 }
 
-func printStatus(o *options, s *control.Status) error {
+// local sends req to the local daemon and prints its answer as
+// forEachHost's, from localHost, with the control socket among the
+// fields: answer picks from the response what to print (the JSON fields
+// and the text), ok false if the daemon answered without it (what names
+// it).
+func (o *options) local(ctx context.Context, req control.Request, what string, answer func(*control.Response) (v any, text string, ok bool)) error {
+	return o.forEachHost([]string{localHost}, func(string) (string, map[string]any, error) {
+		ctx, cancel := context.WithTimeout(ctx, o.wait(5*time.Second))
+		defer cancel()
+		resp, err := o.call(ctx, req)
+		if err != nil {
+			return "", nil, err
+		}
+		v, text, ok := answer(resp)
+		if !ok {
+			return "", nil, fmt.Errorf("timed at %s answered without %s", o.controlSocket, what)
+		}
+		fields, err := fieldsOf(v)
+		if err != nil {
+			return "", nil, err
+		}
+		fields["control_socket"] = o.controlSocket
+		return text, fields, nil
+	})
+}
+
+// statusText is status for a person: the alarm first, then state,
+// clock, networks, the slaves' table and the counters.
+func statusText(s *control.Status) string {
 	var b strings.Builder
+	if a := s.Alarm; a != nil {
+		// First, so that no one reads past it.
+		fmt.Fprintf(&b, "ALARM since %s: clock %+.3f s from network time, beyond max-step %s; it moves back by max-step a round at most, "+
+			"%d corrections refused; `timedc step --to-network` steps it now\n",
+			a.Since.Format(time.RFC3339), a.OffsetSecs, secs(a.MaxStepSecs), a.Refused)
+	}
 	fmt.Fprintf(&b, "%s is %s for %s", s.Hostname, s.State, secs(s.InStateSecs))
 	if s.Master != nil && s.State != "master" {
 		fmt.Fprintf(&b, "; master %s (%s)", s.Master.Name, s.Master.Address)
@@ -59,22 +91,17 @@ func printStatus(o *options, s *control.Status) error {
 		fmt.Fprintf(&b, "\nnetwork %s: %s on %s, broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
 	}
 	b.WriteString("\n")
-	if _, err := fmt.Fprint(o.out, b.String()); err != nil {
-		return err
-	}
 	if len(s.Slaves) > 0 {
-		tw := tabwriter.NewWriter(o.out, 2, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nSLAVE\tADDRESS\tOFFSET\tERROR\tRTT\tLAST SEEN")
 		for _, sl := range s.Slaves {
 			fmt.Fprintf(tw, "%s\t%s\t%+.3f ms\t±%.3f ms\t%.3f ms\t%s\n", sl.Name, sl.Address,
 				sl.OffsetSecs*1e3, sl.ErrorBoundSecs*1e3, sl.RTTSecs*1e3, sl.LastSeen.Format(time.TimeOnly))
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush() // into a strings.Builder: cannot fail
 	}
-	_, err := fmt.Fprintf(o.out, "\npackets %s\ndrops %s\n", counters(s.Packets), drops(s.Drops))
-	return err
+	fmt.Fprintf(&b, "\npackets %s\ndrops %s", counters(s.Packets), drops(s.Drops))
+	return b.String()
 }
 
 func secs(f float64) string {

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/timed-project/timed/election/ring/live"
 	"github.com/timed-project/timed/tsp"
 )
 
 // fakeDaemon answers like a BSD master: ACK with its own name to MSITE,
-// ACK echoing seq to TRACEON/TRACEOFF, nothing to TEST. Every packet it
-// receives is reported on the returned channel.
+// ACK echoing seq to TRACEON/TRACEOFF, nothing to TEST; and like ours to a
+// ring ELECT, with a result. Every TSP packet it receives is reported on
+// the returned channel.
 func fakeDaemon(t *testing.T) (string, <-chan tsp.Packet) {
 	t.Helper()
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -28,6 +30,12 @@ func fakeDaemon(t *testing.T) (string, <-chan tsp.Packet) {
 			if err != nil {
 				return
 			}
+			if tsp.IsExt(buf[:n]) {
+				if b := ringResult(buf[:n]); b != nil {
+					_, _ = conn.WriteToUDP(b, from)
+				}
+				continue
+			}
 			p, err := tsp.Unmarshal(buf[:n])
 			if err != nil {
 				continue
@@ -42,6 +50,24 @@ func fakeDaemon(t *testing.T) (string, <-chan tsp.Packet) {
 		}
 	}()
 	return conn.LocalAddr().String(), got
+}
+
+// ringResult is a coordinator's answer to a ring ELECT: a leader among
+// three, or nil for any other packet.
+func ringResult(d []byte) []byte {
+	e, err := tsp.UnmarshalExt(d)
+	if err != nil || e.Kind != tsp.ExtRingCtl {
+		return nil
+	}
+	var req live.Ctl
+	if json.Unmarshal(e.Payload, &req) != nil || req.Op != live.OpElect {
+		return nil
+	}
+	res := &live.Result{Algorithm: req.Algorithm, N: 3, Leader: "fakemaster", LeaderID: 3, Messages: 6, Bits: 48, Seconds: 0.01, Bound: 9}
+	payload, _ := json.Marshal(live.Ctl{Op: live.OpResult, Result: res})
+	reply := tsp.ExtPacket{Kind: tsp.ExtRingCtl, Seq: e.Seq, Name: "fakemaster", Payload: payload}
+	b, _ := reply.Marshal()
+	return b
 }
 
 func run(t *testing.T, args ...string) (string, error) {

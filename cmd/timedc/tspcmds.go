@@ -7,13 +7,13 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/auth"
 )
 
 // resolve turns "host" or "host:port" into a UDP address, the port
@@ -40,8 +40,9 @@ func ownName() string {
 
 // exchange sends p to addr and, if want is not nil, waits until wait has
 // passed for a reply that want accepts. Replies it does not want are
-// skipped, like BSD's timedc does with stray packets.
-func exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Duration, want func(tsp.Packet) bool) (tsp.Packet, error) {
+// skipped, like BSD's timedc does with stray packets. With want nil it
+// waits only for an ICMP error (see roundTrip).
+func (o *options) exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Duration, want func(tsp.Packet) bool) (tsp.Packet, error) {
 	b, err := p.Marshal()
 	if err != nil {
 		return tsp.Packet{}, err
@@ -58,30 +59,32 @@ func exchange(ctx context.Context, addr *net.UDPAddr, p tsp.Packet, wait time.Du
 			return true
 		}
 	}
-	if err := roundTrip(ctx, addr, b, wait, accept); err != nil {
+	if err := o.roundTrip(ctx, addr, b, wait, accept); err != nil {
 		return tsp.Packet{}, err
 	}
 	return reply, nil
 }
 
-// roundTrip sends one datagram from a fresh socket and, if accept is not
-// nil, reads the answers from addr's host until accept takes one or wait
-// (or ctx) runs out.
-func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Duration, accept func([]byte) bool) error {
-	open := func() (*net.UDPConn, error) { return net.ListenUDP("udp4", nil) }
-	if needsReservedPort(b) {
-		open = listenReserved
-	}
-	conn, err := open()
+// roundTrip sends one datagram from a fresh socket connected to addr and
+// reads addr's answers until accept takes one or wait (or ctx) runs out.
+//
+// The socket is connected so that the kernel hands it the ICMP errors
+// about addr: where nothing listens, the host answers port unreachable
+// and the read fails at once with ECONNREFUSED instead of waiting out
+// the timeout. With accept nil (a request that has no reply, as TEST) it
+// waits only for such an error: none within wait is success, the only
+// one a sender can see.
+func (o *options) roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Duration, accept func([]byte) bool) error {
+	conn, err := dial(addr, needsReservedPort(b))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.WriteToUDP(b, addr); err != nil {
-		return fmt.Errorf("send to %v: %w", addr, err)
+	if b, err = o.sign(b); err != nil {
+		return err
 	}
-	if accept == nil {
-		return nil
+	if _, err := conn.Write(b); err != nil {
+		return unreachable(addr, err)
 	}
 	deadline := time.Now().Add(wait)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
@@ -92,18 +95,42 @@ func roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wait time.Durat
 	}
 	buf := make([]byte, 64<<10)
 	for {
-		n, from, err := conn.ReadFromUDP(buf)
+		n, err := conn.Read(buf)
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			switch {
+			case errors.As(err, &ne) && ne.Timeout() && accept == nil:
+				return nil // no error came back
+			case errors.As(err, &ne) && ne.Timeout():
 				return fmt.Errorf("communication error with %v: no answer in %v", addr, wait)
 			}
-			return fmt.Errorf("communication error with %v: %w", addr, err)
+			return unreachable(addr, err)
 		}
-		if from.IP.Equal(addr.IP) && accept(buf[:n]) {
+		if accept == nil {
+			continue // an answer to a request that has none: not ours to read
+		}
+		d := buf[:n]
+		if p, _, err := auth.Split(d); err == nil {
+			d = p // a signed answer: timedc reads it, the trailer aside
+		}
+		if accept(d) {
 			return nil
 		}
 	}
+}
+
+// unreachable says what an error on the connected socket means: the
+// ICMP error the host or a router sent back, if that is what it is.
+func unreachable(addr *net.UDPAddr, err error) error {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("no timed at %v (port unreachable)", addr)
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return fmt.Errorf("%v is unreachable (host unreachable)", addr)
+	case errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Errorf("%v is unreachable (network unreachable)", addr)
+	}
+	return fmt.Errorf("communication error with %v: %w", addr, err)
 }
 
 // needsReservedPort: our daemons obey TRACEON/TRACEOFF, TEST and SETDATE
@@ -120,12 +147,15 @@ func needsReservedPort(b []byte) bool {
 	return false
 }
 
-// listenReserved opens a UDP socket on a free reserved port (1023 down to
-// 600, as rresvport does).
-func listenReserved() (*net.UDPConn, error) {
+// dial opens a UDP socket connected to addr; with reserved, bound first
+// to a free reserved port (1023 down to 600, as rresvport does).
+func dial(addr *net.UDPAddr, reserved bool) (*net.UDPConn, error) {
+	if !reserved {
+		return net.DialUDP("udp4", nil, addr)
+	}
 	var last error
 	for port := 1023; port >= 600; port-- {
-		conn, err := net.ListenUDP("udp4", &net.UDPAddr{Port: port})
+		conn, err := net.DialUDP("udp4", &net.UDPAddr{Port: port}, addr)
 		if err == nil {
 			return conn, nil
 		}
@@ -162,7 +192,7 @@ func msite(ctx context.Context, o *options, host string) (string, error) {
 		return "", err
 	}
 	p := tsp.Packet{Type: tsp.MSite, Version: tsp.Version, Name: ownName()}
-	reply, err := exchange(ctx, addr, p, o.wait(15*time.Second), func(r tsp.Packet) bool { return r.Type == tsp.Ack })
+	reply, err := o.exchange(ctx, addr, p, o.wait(15*time.Second), func(r tsp.Packet) bool { return r.Type == tsp.Ack })
 	if err != nil {
 		return "", err
 	}
@@ -189,69 +219,50 @@ func traceCmd(o *options) *cobra.Command {
 			if len(args) == 2 {
 				host = args[1]
 			}
-			addr, err := o.resolve(host)
-			if err != nil {
-				return err
-			}
-			seq := uint16(time.Now().UnixNano())
-			p := tsp.Packet{Type: typ, Version: tsp.Version, Seq: seq, Name: ownName()}
-			if _, err := exchange(cmd.Context(), addr, p, o.wait(5*time.Second),
-				func(r tsp.Packet) bool { return r.Type == tsp.Ack && r.Seq == seq }); err != nil {
-				return err
-			}
-			word := map[tsp.Type]string{tsp.TraceOn: "enabled", tsp.TraceOff: "disabled"}[typ]
-			return o.emit(map[string]any{"host": host, "trace": typ == tsp.TraceOn},
-				"timed tracing "+word)
-		},
-	}
-}
-
-func electionCmd(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "election host...",
-		Short: "make the daemon on each host start an election now (slaves) or a sync round (masters)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, hosts []string) error {
-			return o.forEachHost(hosts, func(h string) (string, map[string]any, error) {
+			return o.forEachHost([]string{host}, func(h string) (string, map[string]any, error) {
 				addr, err := o.resolve(h)
-				if err == nil {
-					// TEST has no reply (BSD); a send error is all we can see.
-					_, err = exchange(cmd.Context(), addr, tsp.Packet{Type: tsp.Test, Version: tsp.Version, Name: ownName()}, 0, nil)
+				if err != nil {
+					return "", nil, err
 				}
-				return "election requested at " + h, map[string]any{"sent": err == nil}, err
+				seq := uint16(time.Now().UnixNano())
+				p := tsp.Packet{Type: typ, Version: tsp.Version, Seq: seq, Name: ownName()}
+				if _, err := o.exchange(cmd.Context(), addr, p, o.wait(5*time.Second),
+					func(r tsp.Packet) bool { return r.Type == tsp.Ack && r.Seq == seq }); err != nil {
+					return "", nil, err
+				}
+				word := map[tsp.Type]string{tsp.TraceOn: "enabled", tsp.TraceOff: "disabled"}[typ]
+				return "timed tracing " + word, map[string]any{"trace": typ == tsp.TraceOn}, nil
 			})
 		},
 	}
 }
 
-// forEachHost runs one query per host. Text output has a line per host
-// that answered; with --json every host gets an object with "host" (and
-// "error" where it failed). Failures make one error line and a non-zero
-// exit, so scripts see them.
-func (o *options) forEachHost(hosts []string, query func(host string) (line string, fields map[string]any, err error)) error {
-	var results []map[string]any
-	var lines, failures []string
-	for _, h := range hosts {
-		line, fields, err := query(h)
-		if fields == nil {
-			fields = map[string]any{}
-		}
-		fields["host"] = h
-		if err != nil {
-			fields["error"] = err.Error()
-			failures = append(failures, err.Error())
-		} else {
-			lines = append(lines, line)
-		}
-		results = append(results, fields)
+// testWait is how long election waits for an ICMP error after its TEST,
+// which has no reply: on a LAN the error comes back in milliseconds.
+const testWait = 500 * time.Millisecond
+
+func electionCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "election host...",
+		Short: "make the daemon on each host start an election now (slaves) or a sync round (masters)",
+		Long: `election sends TEST to the daemon on each host. TEST has no reply (BSD), so
+timedc can only wait a moment for the host to say that nothing listens
+(ICMP port unreachable), which is an error; if nothing comes back it
+reports the request sent, not answered.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, hosts []string) error {
+			return o.forEachHost(hosts, func(h string) (string, map[string]any, error) {
+				addr, err := o.resolve(h)
+				if err != nil {
+					return "", nil, err
+				}
+				p := tsp.Packet{Type: tsp.Test, Version: tsp.Version, Name: ownName()}
+				if _, err := o.exchange(cmd.Context(), addr, p, o.wait(testWait), nil); err != nil {
+					return "", nil, err
+				}
+				return "election requested at " + h + " (sent; TEST has no reply, so nothing confirms it)",
+					map[string]any{"sent": true, "answered": false}, nil
+			})
+		},
 	}
-	if o.json || len(lines) > 0 {
-		if err := o.emit(results, strings.Join(lines, "\n")); err != nil {
-			return err
-		}
-	}
-	if len(failures) > 0 {
-		return errors.New(strings.Join(failures, "; "))
-	}
-	return nil
 }

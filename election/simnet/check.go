@@ -60,6 +60,8 @@ func (c *Checker) recompute() {
 	c.Merge = c.cfg.SyncInterval + 6*lat + 2*c.cfg.AnswerDelay
 }
 
+func (c *Checker) err() error { return c.Err }
+
 func (c *Checker) fail(format string, args ...any) {
 	if c.Err == nil {
 		c.Err = fmt.Errorf("t=%v: %s", c.net.Elapsed(), fmt.Sprintf(format, args...))
@@ -89,7 +91,7 @@ func (c *Checker) check() {
 	since := now.Sub(n.FaultFreeSince())
 	// Invariant 3 (and bookkeeping for it).
 	for _, comp := range n.Components() {
-		g := n.group[comp[0].ID]
+		g := n.Group(comp[0].ID)
 		masters := 0
 		for _, nd := range comp {
 			if nd.M.State().IsMaster() {

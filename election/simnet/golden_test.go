@@ -28,13 +28,17 @@ var update = flag.Bool("update", false, "rewrite testdata/*.txt with the output 
 // Commands:
 //
 //	nodes N [noneligible=n3,n4] [trusted=n1,n2]  N nodes n1…nN (fast timers, answer delay 0, 1 ms links)
+//	topology A=a1,gw B=gw,b1 [noneligible=b1]     networks A, B…, each with its nodes; a node on several is a gateway
 //	start n1 n2 … | start all                    boot nodes now
-//	run 2s                                        advance virtual time
-//	elect n2 n3                                   ForceElection (timedc election / TEST), all at the same instant
+//	run 2s [quiet]                                advance virtual time (quiet: no packet lines)
+//	elect n2 n3 gw/B                              ForceElection (timedc election / TEST), all at the same instant;
+//	                                              node/network for a gateway's other networks
 //	crash n1 / restart n1
 //	partition n1 n2 | n3 n4                       (unnamed nodes form a further group)
+//	partition B: b1 | gw b2                       the same on one network of a topology
 //	heal
 //	status                                        state, master or slave list of every node
+//	sources                                       each site's networks, time sources, and any cycle of gateways
 //	stats                                         datagrams sent by type since the last stats
 func TestGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
@@ -112,9 +116,7 @@ func runScript(t *testing.T, path string) {
 		}
 		rewritten.WriteString(b.cmd + "\n----\n" + strings.Join(got, "\n") + "\n\n")
 	}
-	if env.check != nil {
-		checkOK(t, env.check)
-	}
+	env.checkOK()
 	if *update && !failed {
 		if err := os.WriteFile(path, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -123,11 +125,101 @@ func runScript(t *testing.T, path string) {
 }
 
 type scriptEnv struct {
-	t     *testing.T
-	net   *Net
-	check *Checker
-	out   []string
-	mark  Stats
+	t      *testing.T
+	net    *Net
+	check  *Checker
+	mcheck *MultiChecker
+	out    []string
+	mark   Stats
+	quiet  bool
+}
+
+func (e *scriptEnv) checkOK() {
+	if e.check != nil {
+		checkOK(e.t, e.check)
+	}
+	if e.mcheck != nil && e.mcheck.Err != nil {
+		e.t.Fatalf("invariant violated: %v\nstatus:\n%s", e.mcheck.Err, joinLines(e.net.Status()))
+	}
+}
+
+// goldenConfig is the fast profile with no answer delay: the scripts'
+// timings then read exactly.
+func goldenConfig(name string) election.Config {
+	c := election.FastConfig(name)
+	c.AnswerDelay = 0
+	return c
+}
+
+// trace records a trace line, unless quiet and it is a packet's.
+func (e *scriptEnv) trace(s string) {
+	if e.quiet && (strings.Contains(s, " > ") || strings.HasSuffix(s, "(no such host)")) {
+		return
+	}
+	e.out = append(e.out, s)
+}
+
+func (e *scriptEnv) setup(n *Net) {
+	e.net = n
+	n.SetLink(Link{MinLatency: time.Millisecond, MaxLatency: time.Millisecond})
+	n.Trace(e.trace)
+	n.OnNetAction = func(nd *Node, net int, a election.Action) {
+		if s, ok := a.(election.SlaveList); ok {
+			e.out = append(e.out, fmt.Sprintf("%9.3fs %s %v", n.Elapsed().Seconds(), n.label(nd, net), s))
+		}
+	}
+	e.mark = cloneStats(n.Stats)
+}
+
+// topology builds networks and nodes from "A=a1,gw B=gw,b1" (and
+// noneligible=…): nodes in order of first mention.
+func (e *scriptEnv) topology(args []string) {
+	n := New(1)
+	noneligible := map[string]bool{}
+	on := map[string][]int{}
+	var order []string
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		if k == "noneligible" {
+			for _, name := range strings.Split(v, ",") {
+				noneligible[name] = true
+			}
+			continue
+		}
+		id := len(n.Networks) - 1
+		if id > 0 || n.Networks[0].Name != "net0" {
+			id = n.AddNetwork(k)
+		} else {
+			n.Networks[0].Name = k
+		}
+		for _, name := range strings.Split(v, ",") {
+			if on[name] == nil {
+				order = append(order, name)
+			}
+			on[name] = append(on[name], id)
+		}
+	}
+	for _, name := range order {
+		c := goldenConfig(name)
+		c.MayBeMaster = !noneligible[name]
+		n.AddOn(c, on[name]...)
+	}
+	e.setup(n)
+	e.mcheck = CheckMulti(n, goldenConfig("x"))
+}
+
+// target is a node, or node/network for one of a gateway's networks.
+func (e *scriptEnv) target(a string) (*Node, int) {
+	name, netName, ok := strings.Cut(a, "/")
+	nd := e.node(name)
+	if !ok {
+		return nd, 0
+	}
+	w := e.net.NetworkByName(netName)
+	if w == nil || nd.local(w.ID) < 0 {
+		e.t.Fatalf("%s is not on network %q", name, netName)
+	}
+	return nd, nd.local(w.ID)
 }
 
 func (e *scriptEnv) node(name string) *Node {
@@ -153,32 +245,26 @@ func (e *scriptEnv) exec(cmd string) []string {
 			k, v, _ := strings.Cut(a, "=")
 			opts[k] = strings.Split(v, ",")
 		}
-		e.net = New(1)
-		e.net.SetLink(Link{MinLatency: time.Millisecond, MaxLatency: time.Millisecond})
-		e.net.AddN(count, func(name string) election.Config {
-			c := election.FastConfig(name)
-			c.AnswerDelay = 0
+		n := New(1)
+		n.AddN(count, func(name string) election.Config {
+			c := goldenConfig(name)
 			c.MayBeMaster = !slices.Contains(opts["noneligible"], name)
 			return c
 		})
 		// -F lists name hosts; the machine trusts their addresses.
 		var trusted []netip.AddrPort
 		for _, name := range opts["trusted"] {
-			if nd := e.net.Node(name); nd != nil {
+			if nd := n.Node(name); nd != nil {
 				trusted = append(trusted, nd.Addr)
 			}
 		}
-		for _, nd := range e.net.Nodes {
+		for _, nd := range n.Nodes {
 			nd.Cfg.Trusted = trusted
 		}
-		e.check = Check(e.net, e.net.Nodes[0].Cfg)
-		e.net.Trace(func(s string) { e.out = append(e.out, s) })
-		e.net.OnAction = func(nd *Node, a election.Action) {
-			if s, ok := a.(election.SlaveList); ok {
-				e.out = append(e.out, fmt.Sprintf("%9.3fs %s %v", e.net.Elapsed().Seconds(), nd.Name, s))
-			}
-		}
-		e.mark = cloneStats(e.net.Stats)
+		e.check = Check(n, n.Nodes[0].Cfg)
+		e.setup(n)
+	case "topology":
+		e.topology(args)
 	case "start":
 		for _, nd := range e.nodes(args) {
 			e.net.Start(nd)
@@ -196,12 +282,23 @@ func (e *scriptEnv) exec(cmd string) []string {
 		if err != nil {
 			e.t.Fatalf("run: %v", err)
 		}
+		e.quiet = len(args) > 1 && args[1] == "quiet"
 		e.net.Run(d)
+		e.quiet = false
 	case "elect":
-		for _, nd := range e.nodes(args) {
-			e.net.Step(nd, election.ForceElection{})
+		for _, a := range args {
+			nd, net := e.target(a)
+			e.net.StepNet(nd, net, election.ForceElection{})
 		}
 	case "partition":
+		k := 0
+		if len(args) > 0 && strings.HasSuffix(args[0], ":") {
+			w := e.net.NetworkByName(strings.TrimSuffix(args[0], ":"))
+			if w == nil {
+				e.t.Fatalf("no network %q", args[0])
+			}
+			k, args = w.ID, args[1:]
+		}
 		var groups [][]int
 		var g []int
 		for _, a := range append(args, "|") {
@@ -212,11 +309,18 @@ func (e *scriptEnv) exec(cmd string) []string {
 			}
 			g = append(g, e.node(a).ID)
 		}
-		e.net.Partition(groups...)
+		e.net.PartitionNet(k, groups...)
 	case "heal":
 		e.net.Heal()
 	case "status":
 		e.out = append(e.out, e.net.Status()...)
+	case "sources":
+		for _, site := range e.net.Sites() {
+			e.out = append(e.out, fmt.Sprintf("site %s: time sources %v", strings.Join(e.net.netNames(site), " "), names(e.net.Sources(site))))
+		}
+		if c := e.net.FollowCycle(); c != nil {
+			e.out = append(e.out, fmt.Sprintf("cycle %v", names(c)))
+		}
 	case "stats":
 		var types []tsp.Type
 		for ty := range e.net.Stats.Sent {
@@ -235,9 +339,7 @@ func (e *scriptEnv) exec(cmd string) []string {
 	default:
 		e.t.Fatalf("unknown command %q", cmd)
 	}
-	if e.check != nil {
-		checkOK(e.t, e.check)
-	}
+	e.checkOK()
 	return e.out
 }
 

@@ -14,8 +14,10 @@ import (
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "TestRandomFaults: replay only this seed, with a trace")
-	seedsFlag = flag.Int("seeds", 500, "TestRandomFaults: how many seeds to run")
+	seedFlag   = flag.Uint64("seed", 0, "TestRandomFaults: replay only this seed, with a trace")
+	seedsFlag  = flag.Int("seeds", 500, "TestRandomFaults: how many seeds to run")
+	mseedFlag  = flag.Uint64("mseed", 0, "TestRandomMultiNet: replay only this seed, with a trace")
+	mseedsFlag = flag.Int("mseeds", 200, "TestRandomMultiNet: how many seeds to run")
 )
 
 // TestRandomFaults runs random fault schedules (crashes, restarts,
@@ -35,18 +37,25 @@ func TestRandomFaults(t *testing.T) {
 		}
 		*seedFlag = v
 	}
-	if *seedFlag != 0 {
-		if err := randomRun(*seedFlag, func(s string) { t.Log(s) }); err != nil {
-			t.Fatalf("seed %d: %v", *seedFlag, err)
+	runSeeds(t, "TestRandomFaults", "seed", 1000, *seedsFlag, *seedFlag, randomRun)
+}
+
+// runSeeds runs run for count seeds from first, or, with replay set, for
+// that seed only with a trace; it stops after five failures, each printed
+// with the command that replays it (flag names the replay flag).
+func runSeeds(t *testing.T, test, flag string, first uint64, count int, replay uint64, run func(seed uint64, trace func(string)) error) {
+	if replay != 0 {
+		if err := run(replay, func(s string) { t.Log(s) }); err != nil {
+			t.Fatalf("seed %d: %v", replay, err)
 		}
 		return
 	}
 	failures := 0
-	for i := range *seedsFlag {
-		seed := uint64(1000 + i)
-		if err := randomRun(seed, nil); err != nil {
+	for i := range count {
+		seed := first + uint64(i)
+		if err := run(seed, nil); err != nil {
 			failures++
-			t.Errorf("seed %d: %v\n  replay: go test ./election/simnet -run TestRandomFaults -seed %d -v", seed, err, seed)
+			t.Errorf("seed %d: %v\n  replay: go test ./election/simnet -run %s -%s %d -v", seed, err, test, flag, seed)
 			if failures >= 5 {
 				t.FailNow()
 			}
@@ -92,22 +101,49 @@ func randomRun(seed uint64, trace func(string)) error {
 		n.Trace(trace)
 		trace(fmt.Sprintf("seed %d: %d nodes, link %+v, B=%v", seed, count, base, c.Bound))
 	}
+	if err := faultsThenCalm(n, r, base, c.err, trace); err != nil {
+		return err
+	}
+	// Calm: wait B.
+	calm := n.S.Now()
+	n.Run(c.Bound + 2*n.Nodes[0].Cfg.SyncInterval)
+	if c.Err != nil {
+		return c.Err
+	}
+	if !n.Settled() {
+		return fmt.Errorf("not settled %v after the calm began (B=%v)", n.S.Now().Sub(calm), c.Bound)
+	}
+	return nil
+}
+
+// faultsThenCalm starts every node within 2 s, plays 60 s of random faults
+// on n, checking err after each pause (crashes, restarts, a partition of a
+// random network, heals, forced elections on a random network of a node,
+// and links with loss, duplication and reordering, sometimes one slow
+// lossless pair), then calms it: heals, stops losing packets (duplication
+// and reordering may stay) and restarts every crashed node. The draws from
+// r for a Net with one network are those of the first TestRandomFaults, so
+// that its seeds replay as they did.
+func faultsThenCalm(n *Net, r *rand.Rand, base Link, err func() error, trace func(string)) error {
 	for _, nd := range n.Nodes {
 		n.StartAt(nd, n.S.Now().Add(time.Duration(r.Int64N(int64(2*time.Second)))))
 	}
-	// Fault phase.
+	count := len(n.Nodes)
 	end := n.S.Now().Add(60 * time.Second)
 	for n.S.Now().Before(end) {
 		n.Run(time.Duration(r.Int64N(int64(8*time.Second))) + 100*time.Millisecond)
-		if c.Err != nil {
-			return c.Err
+		if e := err(); e != nil {
+			return e
 		}
 		switch k := r.IntN(8); k {
 		case 7: // timedc election on a random node
-			n.Step(n.Nodes[r.IntN(count)], election.ForceElection{})
+			nd, net := n.Nodes[r.IntN(count)], 0
+			if len(nd.Nets) > 1 {
+				net = r.IntN(len(nd.Nets))
+			}
+			n.StepNet(nd, net, election.ForceElection{})
 		case 0: // crash
-			nd := n.Nodes[r.IntN(count)]
-			n.Crash(nd)
+			n.Crash(n.Nodes[r.IntN(count)])
 		case 1: // restart
 			for _, nd := range n.Nodes {
 				if !nd.Up {
@@ -116,15 +152,19 @@ func randomRun(seed uint64, trace func(string)) error {
 				}
 			}
 		case 2: // partition
+			w := 0
+			if len(n.Networks) > 1 {
+				w = r.IntN(len(n.Networks))
+			}
 			var a, b []int
-			for i := range count {
+			for _, nd := range n.Networks[w].Members {
 				if r.IntN(2) == 0 {
-					a = append(a, i)
+					a = append(a, nd.ID)
 				} else {
-					b = append(b, i)
+					b = append(b, nd.ID)
 				}
 			}
-			n.Partition(a, b)
+			n.PartitionNet(w, a, b)
 		case 3:
 			n.Heal()
 		default: // change the link
@@ -145,22 +185,12 @@ func randomRun(seed uint64, trace func(string)) error {
 			}
 		}
 	}
-	// Calm: heal, stop losing packets (duplication and reordering may
-	// stay), restart every crashed node, and wait B.
 	n.Heal()
 	l := n.Link(0, 0)
 	l.Loss = 0
 	n.SetLink(l)
 	for _, nd := range n.Nodes {
 		n.Start(nd)
-	}
-	calm := n.S.Now()
-	n.Run(c.Bound + 2*n.Nodes[0].Cfg.SyncInterval)
-	if c.Err != nil {
-		return c.Err
-	}
-	if !n.Settled() {
-		return fmt.Errorf("not settled %v after the calm began (B=%v)", n.S.Now().Sub(calm), c.Bound)
 	}
 	return nil
 }

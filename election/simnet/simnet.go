@@ -1,9 +1,15 @@
 // Package simnet is a deterministic network simulator for the election
 // state machine (and, later, for clocksync and the ring elections): N
-// daemons each running a real election.Machine, one virtual clock
-// (internal/vtime), one seeded random source, and a network with per-link
-// latency distributions, loss, duplication, reordering and partitions that
-// are set and healed. Nodes crash (losing every bit of state) and restart.
+// daemons each running a real election.Host (one election.Machine per
+// network it is on), one virtual clock (internal/vtime), one seeded
+// random source, and networks with per-link latency distributions, loss,
+// duplication, reordering and partitions that are set and healed. Nodes
+// crash (losing every bit of state) and restart.
+//
+// A Net starts with one network (network 0), on which Add puts every
+// node: the single-network simulator, where a node's Host is its Machine.
+// AddNetwork adds broadcast domains and AddOn puts a node on several of
+// them, one address on each: a gateway (multi.go).
 //
 // Every run is a pure function of its seed and its script: nothing reads
 // the wall clock, nothing sleeps, nothing runs in another goroutine. After
@@ -104,30 +110,72 @@ func newStats() Stats { return Stats{Sent: map[tsp.Type]int{}, Delivered: map[ts
 type Node struct {
 	ID   int
 	Name string
+	// Addr is the node's address on its first network.
 	Addr netip.AddrPort
-	Cfg  election.Config
-	// M is the node's state machine; nil while the node is down.
+	// Cfg is the node's configuration, on every network it is on (simnet
+	// sets Network and Addr).
+	Cfg election.Config
+	// Nets are the networks the node is on (indexes into Net.Networks),
+	// Addrs its address on each; the host's network i is Nets[i].
+	Nets  []int
+	Addrs []netip.AddrPort
+	// H is the node's host, M the machine of its first network; nil while
+	// the node is down.
+	H  *election.Host
 	M  *election.Machine
 	Up bool
 
 	inc    int // incarnation: bumped by every crash, so stale events die
-	timers map[election.TimerID]*vtime.Event
+	timers map[timerKey]*vtime.Event
 	// Clock actions received, for tests of the clock interface.
 	Adjusts, Sets int
+	// Offset is the node's simulated clock offset, kept only when the
+	// Net's SimClocks is set.
+	Offset time.Duration
 }
 
-// Net is the simulated network.
+type timerKey struct {
+	net int
+	id  election.TimerID
+}
+
+// Network is one broadcast domain.
+type Network struct {
+	ID   int
+	Name string
+	// Members are the nodes on it, in ID order.
+	Members []*Node
+	group   map[int]int // node ID → partition group
+}
+
+// local is the index of network id among the node's networks, or -1.
+func (nd *Node) local(id int) int {
+	for i, g := range nd.Nets {
+		if g == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Net is the simulated network (or several).
 type Net struct {
-	S     *vtime.Scheduler
-	Nodes []*Node
-	Stats Stats
+	S        *vtime.Scheduler
+	Nodes    []*Node
+	Networks []*Network
+	Stats    Stats
+
+	// SimClocks keeps a clock offset per node: AdjustClock moves it,
+	// SetClock copies the master's, and the default sync round (when
+	// OnSyncRound is nil) corrects every slave to its master's offset,
+	// with Own = 0. Tests of the time flowing through gateways set it.
+	SimClocks bool
 
 	rng     *rand.Rand
 	seed    uint64
 	link    Link
 	links   map[[2]int]Link
-	group   []int
-	byAddr  map[netip.AddrPort]*Node
+	byAddr  map[netip.AddrPort]nodeAddr
 	start   time.Time
 	tracing func(string)
 
@@ -139,6 +187,9 @@ type Net struct {
 	OnStep func()
 	// OnAction sees every action of every node, before it is applied.
 	OnAction func(n *Node, a election.Action)
+	// OnNetAction is OnAction with the host's network index of the action
+	// (Node.Nets[net] is the network).
+	OnNetAction func(n *Node, net int, a election.Action)
 
 	// lastFault is the time of the last crash, restart, partition change
 	// or link change that may lose packets.
@@ -154,12 +205,41 @@ func New(seed uint64) *Net {
 		seed:   seed,
 		link:   DefaultLink,
 		links:  map[[2]int]Link{},
-		byAddr: map[netip.AddrPort]*Node{},
+		byAddr: map[netip.AddrPort]nodeAddr{},
 		start:  vtime.Epoch,
 	}
 	n.lastFault = n.start
+	n.AddNetwork("net0")
 	return n
 }
+
+// nodeAddr is a node's address on one network: the node and the index of
+// that network among its own.
+type nodeAddr struct {
+	nd  *Node
+	net int
+}
+
+// AddNetwork adds a broadcast domain (New made network 0) and returns its
+// index.
+func (n *Net) AddNetwork(name string) int {
+	n.Networks = append(n.Networks, &Network{ID: len(n.Networks), Name: name, group: map[int]int{}})
+	return len(n.Networks) - 1
+}
+
+// NetworkByName returns the network with this name, or nil.
+func (n *Net) NetworkByName(name string) *Network {
+	for _, w := range n.Networks {
+		if w.Name == name {
+			return w
+		}
+	}
+	return nil
+}
+
+// multi reports whether the Net has several networks (the trace then
+// names the network of a gateway's lines).
+func (n *Net) multi() bool { return len(n.Networks) > 1 }
 
 // Trace sets a function that receives one line per send, loss and state
 // change (nil to stop).
@@ -175,18 +255,34 @@ func (n *Net) tracef(format string, args ...any) {
 // Elapsed is the virtual time since the network was created.
 func (n *Net) Elapsed() time.Duration { return n.S.Now().Sub(n.start) }
 
-// AddrOf is the address of node i: 10.x.y.z:525.
-func AddrOf(i int) netip.AddrPort {
+// AddrOf is the address of node i on network 0: 10.x.y.z:525.
+func AddrOf(i int) netip.AddrPort { return AddrOn(0, i) }
+
+// AddrOn is the address of node i on network k: (10+k).x.y.z:525.
+func AddrOn(k, i int) netip.AddrPort {
 	v := i + 1
-	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(v >> 16), byte(v >> 8), byte(v)}), Port)
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{byte(10 + k), byte(v >> 16), byte(v >> 8), byte(v)}), Port)
 }
 
-// Add creates a node (down) with this configuration; its name is cfg.Name.
-func (n *Net) Add(cfg election.Config) *Node {
-	nd := &Node{ID: len(n.Nodes), Name: cfg.Name, Addr: AddrOf(len(n.Nodes)), Cfg: cfg}
+// Add creates a node (down) on network 0 with this configuration; its
+// name is cfg.Name.
+func (n *Net) Add(cfg election.Config) *Node { return n.AddOn(cfg, 0) }
+
+// AddOn creates a node (down) on these networks, in this order (its
+// host's network i is nets[i]): with several, a gateway.
+func (n *Net) AddOn(cfg election.Config, nets ...int) *Node {
+	nd := &Node{ID: len(n.Nodes), Name: cfg.Name, Cfg: cfg}
+	for _, k := range nets {
+		w := n.Networks[k]
+		a := AddrOn(k, nd.ID)
+		nd.Nets = append(nd.Nets, k)
+		nd.Addrs = append(nd.Addrs, a)
+		w.Members = append(w.Members, nd)
+		w.group[nd.ID] = 0
+		n.byAddr[a] = nodeAddr{nd, len(nd.Nets) - 1}
+	}
+	nd.Addr = nd.Addrs[0]
 	n.Nodes = append(n.Nodes, nd)
-	n.group = append(n.group, 0)
-	n.byAddr[nd.Addr] = nd
 	return nd
 }
 
@@ -257,15 +353,22 @@ func (n *Net) fault() { n.lastFault = n.S.Now() }
 // change, link change). It is meaningful only while !Lossy().
 func (n *Net) FaultFreeSince() time.Time { return n.lastFault }
 
-// Partition splits the network: each argument is a group of node IDs;
+// Partition splits network 0: each argument is a group of node IDs;
 // nodes not named form one more group. Packets cross no group boundary.
-func (n *Net) Partition(groups ...[]int) {
-	for i := range n.group {
-		n.group[i] = 0
+func (n *Net) Partition(groups ...[]int) { n.PartitionNet(0, groups...) }
+
+// PartitionNet splits network k as Partition does network 0; the other
+// networks keep their partitions.
+func (n *Net) PartitionNet(k int, groups ...[]int) {
+	w := n.Networks[k]
+	for id := range w.group {
+		w.group[id] = 0
 	}
 	for g, ids := range groups {
 		for _, id := range ids {
-			n.group[id] = g + 1
+			if _, ok := w.group[id]; ok {
+				w.group[id] = g + 1
+			}
 		}
 	}
 	var desc []string
@@ -276,31 +379,43 @@ func (n *Net) Partition(groups ...[]int) {
 		}
 		desc = append(desc, strings.Join(g, " "))
 	}
-	n.tracef("partition %s", strings.Join(desc, " | "))
+	if n.multi() {
+		n.tracef("partition %s: %s", w.Name, strings.Join(desc, " | "))
+	} else {
+		n.tracef("partition %s", strings.Join(desc, " | "))
+	}
 	n.fault()
 }
 
-// Heal removes every partition.
+// Heal removes every partition of every network.
 func (n *Net) Heal() {
-	for i := range n.group {
-		n.group[i] = 0
+	for _, w := range n.Networks {
+		for id := range w.group {
+			w.group[id] = 0
+		}
 	}
 	n.tracef("heal")
 	n.fault()
 }
 
-// Group is node i's partition group.
-func (n *Net) Group(i int) int { return n.group[i] }
+// Group is node i's partition group on network 0.
+func (n *Net) Group(i int) int { return n.Networks[0].group[i] }
 
-// Components returns the up nodes grouped by partition, in ID order.
-func (n *Net) Components() [][]*Node {
+// Components returns the up nodes of network 0 grouped by partition, in
+// ID order.
+func (n *Net) Components() [][]*Node { return n.NetComponents(0) }
+
+// NetComponents returns the up nodes of network k grouped by partition,
+// in ID order.
+func (n *Net) NetComponents(k int) [][]*Node {
+	w := n.Networks[k]
 	byGroup := map[int][]*Node{}
 	var keys []int
-	for _, nd := range n.Nodes {
+	for _, nd := range w.Members {
 		if !nd.Up {
 			continue
 		}
-		g := n.group[nd.ID]
+		g := w.group[nd.ID]
 		if _, ok := byGroup[g]; !ok {
 			keys = append(keys, g)
 		}
@@ -314,20 +429,29 @@ func (n *Net) Components() [][]*Node {
 	return out
 }
 
-// Start boots node i now: a fresh machine (crash-restart loses all state).
+// Start boots node i now: a fresh host (crash-restart loses all state),
+// every network started in order.
 func (n *Net) Start(nd *Node) {
 	if nd.Up {
 		return
 	}
 	rng := rand.New(rand.NewPCG(n.seed, uint64(nd.ID)<<32|uint64(nd.inc)))
-	m, err := election.New(nd.Cfg, rng)
+	cfgs := make([]election.Config, len(nd.Nets))
+	for i, k := range nd.Nets {
+		c := nd.Cfg
+		c.Network, c.Addr = n.Networks[k].Name, nd.Addrs[i]
+		cfgs[i] = c
+	}
+	h, err := election.NewHost(cfgs, rng)
 	if err != nil {
 		panic(fmt.Sprintf("simnet: node %s: %v", nd.Name, err))
 	}
-	nd.M, nd.Up = m, true
-	nd.timers = map[election.TimerID]*vtime.Event{}
+	nd.H, nd.M, nd.Up = h, h.Machine(0), true
+	nd.timers = map[timerKey]*vtime.Event{}
 	n.fault()
-	n.step(nd, election.Start{})
+	for i := range nd.Nets {
+		n.step(nd, i, election.Start{})
+	}
 }
 
 // StartAt boots the node at virtual time t.
@@ -343,7 +467,7 @@ func (n *Net) Crash(nd *Node) {
 		ev.Cancel(n.S)
 	}
 	nd.timers = nil
-	nd.Up, nd.M = false, nil
+	nd.Up, nd.M, nd.H = false, nil, nil
 	nd.inc++
 	n.tracef("%s crashed", nd.Name)
 	n.fault()
@@ -352,69 +476,95 @@ func (n *Net) Crash(nd *Node) {
 	}
 }
 
-// Step delivers one local event to a node (ForceElection, Stop, …).
-func (n *Net) Step(nd *Node, ev election.Event) {
+// Step delivers one local event to a node's first network
+// (ForceElection, Stop, …).
+func (n *Net) Step(nd *Node, ev election.Event) { n.StepNet(nd, 0, ev) }
+
+// StepNet delivers one local event to the node's host for its network
+// net (an index into nd.Nets).
+func (n *Net) StepNet(nd *Node, net int, ev election.Event) {
 	if nd.Up {
-		n.step(nd, ev)
+		n.step(nd, net, ev)
 	}
 }
 
-func (n *Net) step(nd *Node, ev election.Event) {
-	rd := nd.M.Step(n.S.Now(), ev)
-	for _, a := range rd.Actions {
+func (n *Net) step(nd *Node, net int, ev election.Event) {
+	for _, a := range nd.H.Step(n.S.Now(), net, ev) {
 		if n.OnAction != nil {
-			n.OnAction(nd, a)
+			n.OnAction(nd, a.Action)
 		}
-		n.apply(nd, a)
+		if n.OnNetAction != nil {
+			n.OnNetAction(nd, a.Net, a.Action)
+		}
+		n.apply(nd, a.Net, a.Action)
 	}
 	if n.OnStep != nil {
 		n.OnStep()
 	}
 }
 
-func (n *Net) apply(nd *Node, a election.Action) {
+// label names a node in the trace: with its network when it is on
+// several.
+func (n *Net) label(nd *Node, net int) string {
+	if len(nd.Nets) > 1 {
+		return nd.Name + "/" + n.Networks[nd.Nets[net]].Name
+	}
+	return nd.Name
+}
+
+func (n *Net) apply(nd *Node, net int, a election.Action) {
+	who := n.label(nd, net)
 	switch a := a.(type) {
 	case election.Send:
 		n.Stats.Sent[a.Packet.Type]++
+		w := n.Networks[nd.Nets[net]]
+		what := a.Packet.Type.String()
+		if n.multi() && a.Packet.Type == tsp.Loop {
+			what = fmt.Sprintf("LOOP %s %d", a.Packet.Name, a.Packet.HopCount)
+		}
 		if a.Broadcast {
-			n.tracef("%s > * %v", nd.Name, a.Packet.Type)
-			for _, dst := range n.Nodes {
+			n.tracef("%s > * %s", who, what)
+			for _, dst := range w.Members {
 				if dst != nd {
-					n.transmit(nd, dst, a.Packet)
+					n.transmit(nd, net, dst, a.Packet)
 				}
 			}
 			return
 		}
-		dst := n.byAddr[a.To]
-		if dst == nil {
-			n.tracef("%s > %v %v (no such host)", nd.Name, a.To, a.Packet.Type)
+		dst, ok := n.byAddr[a.To]
+		if !ok || dst.nd.Nets[dst.net] != w.ID {
+			n.tracef("%s > %v %v (no such host)", who, a.To, a.Packet.Type)
 			return
 		}
-		n.tracef("%s > %s %v", nd.Name, dst.Name, a.Packet.Type)
-		n.transmit(nd, dst, a.Packet)
+		n.tracef("%s > %s %s", who, dst.nd.Name, what)
+		n.transmit(nd, net, dst.nd, a.Packet)
 	case election.SetTimer:
-		if ev := nd.timers[a.ID]; ev != nil {
+		k := timerKey{net, a.ID}
+		if ev := nd.timers[k]; ev != nil {
 			ev.Cancel(n.S)
 		}
-		id, inc := a.ID, nd.inc
-		nd.timers[a.ID] = n.S.After(a.After, func() {
+		inc := nd.inc
+		nd.timers[k] = n.S.After(a.After, func() {
 			if nd.inc != inc || !nd.Up {
 				return
 			}
-			delete(nd.timers, id)
-			n.step(nd, election.TimerFired{ID: id})
+			delete(nd.timers, k)
+			n.step(nd, net, election.TimerFired{ID: k.id})
 		})
 	case election.CancelTimer:
-		if ev := nd.timers[a.ID]; ev != nil {
+		k := timerKey{net, a.ID}
+		if ev := nd.timers[k]; ev != nil {
 			ev.Cancel(n.S)
-			delete(nd.timers, a.ID)
+			delete(nd.timers, k)
 		}
 	case election.StateChange:
 		if a.From != a.To {
-			n.tracef("%s %v -> %v (%s)", nd.Name, a.From, a.To, a.Reason)
+			n.tracef("%s %v -> %v (%s)", who, a.From, a.To, a.Reason)
 		} else {
-			n.tracef("%s %v (%s)", nd.Name, a.To, a.Reason)
+			n.tracef("%s %v (%s)", who, a.To, a.Reason)
 		}
+	case election.Ignored, election.CycleDetected:
+		n.tracef("%s %v", who, a)
 	case election.SyncRound:
 		inc := nd.inc
 		n.S.After(0, func() {
@@ -422,29 +572,53 @@ func (n *Net) apply(nd *Node, a election.Action) {
 				return
 			}
 			var res election.SyncResult
-			if n.OnSyncRound != nil {
+			switch {
+			case n.OnSyncRound != nil:
 				res = n.OnSyncRound(nd, a)
-			} else {
+			case n.SimClocks:
+				res = n.clockRound(nd, a)
+			default:
 				res = election.ZeroResult(a)
 			}
-			n.step(nd, res)
+			n.step(nd, net, res)
 		})
 	case election.AdjustClock:
 		nd.Adjusts++
+		if n.SimClocks {
+			nd.Offset += a.Delta
+		}
 	case election.SetClock:
 		nd.Sets++
+		if m := n.Node(a.Master); n.SimClocks && m != nil {
+			nd.Offset = m.Offset
+		}
 	}
 }
 
-// transmit puts one datagram on the link from src to dst.
-func (n *Net) transmit(src, dst *Node, p tsp.Packet) {
+// clockRound is the clock layer of SimClocks: every slave is corrected to
+// the master's clock; the master's own clock does not move (it dictates,
+// or its vote is its own clock).
+func (n *Net) clockRound(nd *Node, r election.SyncRound) election.SyncResult {
+	res := election.SyncResult{Round: r.Round}
+	for _, s := range r.Slaves {
+		if sl := n.Node(s.Name); sl != nil && sl.Up {
+			res.Corrections = append(res.Corrections, election.Correction{Name: s.Name, Delta: nd.Offset - sl.Offset})
+		}
+	}
+	return res
+}
+
+// transmit puts one datagram on the link from src (its network net) to
+// dst, on the same network.
+func (n *Net) transmit(src *Node, net int, dst *Node, p tsp.Packet) {
+	w := n.Networks[src.Nets[net]]
 	l := n.Link(src.ID, dst.ID)
 	copies := 1
 	if l.Dup > 0 && n.rng.Float64() < l.Dup {
 		copies = 2
 	}
 	for range copies {
-		if n.group[src.ID] != n.group[dst.ID] || (l.Loss > 0 && n.rng.Float64() < l.Loss) {
+		if w.group[src.ID] != w.group[dst.ID] || (l.Loss > 0 && n.rng.Float64() < l.Loss) {
 			n.Stats.Lost++
 			continue
 		}
@@ -452,15 +626,15 @@ func (n *Net) transmit(src, dst *Node, p tsp.Packet) {
 		if l.Reorder > 0 && n.rng.Float64() < l.Reorder {
 			d += l.ReorderDelay
 		}
-		inc, from := dst.inc, src.Addr
-		sg := n.group[src.ID]
+		inc, from, dnet := dst.inc, src.Addrs[net], dst.local(w.ID)
+		sg := w.group[src.ID]
 		n.S.After(d, func() {
-			if !dst.Up || dst.inc != inc || n.group[dst.ID] != sg {
+			if !dst.Up || dst.inc != inc || w.group[dst.ID] != sg {
 				n.Stats.Lost++
 				return
 			}
 			n.Stats.Delivered[p.Type]++
-			n.step(dst, election.Recv{Packet: p, From: from})
+			n.step(dst, dnet, election.Recv{Packet: p, From: from})
 		})
 	}
 }
@@ -483,7 +657,8 @@ func (n *Net) RunUntil(limit time.Duration, cond func() bool) bool {
 	return true
 }
 
-// Masters returns the up nodes that act as master.
+// Masters returns the up nodes that act as master on their first
+// network.
 func (n *Net) Masters() []*Node {
 	var out []*Node
 	for _, nd := range n.Nodes {
@@ -556,7 +731,9 @@ func names(ns []*Node) []string {
 	return out
 }
 
-// Status is one line per node: state, master, and a master's slaves.
+// Status is one line per node: state, master, and a master's slaves; for
+// a gateway one part per network, with "ignored", "slavenet" and
+// "dictate" where they apply.
 func (n *Net) Status() []string {
 	var out []string
 	for _, nd := range n.Nodes {
@@ -564,18 +741,40 @@ func (n *Net) Status() []string {
 			out = append(out, nd.Name+": down")
 			continue
 		}
-		st := nd.M.State()
-		line := fmt.Sprintf("%s: %v", nd.Name, st)
-		if st.IsMaster() {
-			var sl []string
-			for _, p := range nd.M.Slaves() {
-				sl = append(sl, p.Name)
-			}
-			line += " slaves=[" + strings.Join(sl, " ") + "]"
-		} else if mp, ok := nd.M.Master(); ok {
-			line += " master=" + mp.Name
+		if len(nd.Nets) == 1 {
+			out = append(out, nd.Name+": "+n.netStatus(nd, 0))
+			continue
 		}
-		out = append(out, line)
+		var parts []string
+		for i, k := range nd.Nets {
+			parts = append(parts, n.Networks[k].Name+" "+n.netStatus(nd, i))
+		}
+		out = append(out, nd.Name+": "+strings.Join(parts, ", "))
 	}
 	return out
+}
+
+func (n *Net) netStatus(nd *Node, i int) string {
+	h := nd.H
+	if h.Ignored(i) {
+		return "ignored"
+	}
+	st := h.State(i)
+	line := st.String()
+	if st.IsMaster() {
+		var sl []string
+		for _, p := range h.Slaves(i) {
+			sl = append(sl, p.Name)
+		}
+		line += " slaves=[" + strings.Join(sl, " ") + "]"
+		if h.Dictates(i) {
+			line += " dictate"
+		}
+	} else if mp, ok := h.Master(i); ok {
+		line += " master=" + mp.Name
+	}
+	if len(nd.Nets) > 1 && h.IsSlaveNet(i) {
+		line += " slavenet"
+	}
+	return line
 }

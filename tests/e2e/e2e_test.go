@@ -403,15 +403,9 @@ func TestTimedcAcrossContainers(t *testing.T) {
 	from, slave := slaves[0], slaves[1]
 
 	// msite: each host names the master.
-	out, err := c.timedc(from, append([]string{"--json", "msite"}, c.names()...)...)
+	sites, err := c.msite(from, c.names()...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var sites []struct {
-		Host, Master, Error string
-	}
-	if err := json.Unmarshal([]byte(out), &sites); err != nil || len(sites) != 3 {
-		t.Fatalf("msite --json: %v: %q", err, out)
 	}
 	for _, s := range sites {
 		if s.Master != m {

@@ -10,9 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -185,12 +188,15 @@ func command(timeout time.Duration, env []string, name string, args ...string) (
 
 // ---- the cluster ----
 
-// cluster is one compose project: a bridge network and its containers.
+// cluster is one compose project: its bridge networks and containers.
 type cluster struct {
 	t       *testing.T
 	project string
 	file    string
 	spec    compose.Spec
+	// subnets are the networks' subnets, by the spec's names, as docker
+	// assigned them (read once the networks exist).
+	subnets map[string]netip.Prefix
 	mu      sync.Mutex
 	ids     map[string]string // service → container id
 }
@@ -210,6 +216,9 @@ func newCluster(t *testing.T, spec compose.Spec) *cluster {
 	n := projectSeq.n
 	projectSeq.Unlock()
 	spec.Image, spec.Run = image, run
+	if err := spec.Check(); err != nil {
+		t.Fatal(err)
+	}
 	c := &cluster{t: t, project: fmt.Sprintf("timed%s%d", run, n), spec: spec, ids: map[string]string{}}
 	c.file = filepath.Join(t.TempDir(), "docker-compose.yml")
 	if err := os.WriteFile(c.file, compose.Generate(spec), 0o644); err != nil {
@@ -219,6 +228,7 @@ func newCluster(t *testing.T, spec compose.Spec) *cluster {
 	if _, err := c.compose(2*time.Minute, "up", "--no-start"); err != nil {
 		t.Fatal(err)
 	}
+	c.readSubnets()
 	return c
 }
 
@@ -295,6 +305,21 @@ func (c *cluster) timedc(service string, args ...string) (string, error) {
 	return c.exec(30*time.Second, service, append([]string{"/timedc"}, args...)...)
 }
 
+// msiteAnswer is one host's answer in `timedc --json msite`.
+type msiteAnswer struct{ Host, Master, Error string }
+
+// msite asks, from the service's container, who the master of each target
+// is (timedc msite): the target's daemon answers, a slave after asking
+// its master. A host that did not answer has its Error set.
+func (c *cluster) msite(from string, targets ...string) ([]msiteAnswer, error) {
+	out, err := c.timedc(from, append([]string{"--json", "--timeout", "5s", "msite"}, targets...)...)
+	var answers []msiteAnswer
+	if jerr := json.Unmarshal([]byte(out), &answers); jerr != nil || len(answers) != len(targets) {
+		return nil, fmt.Errorf("msite --json from %s: %w", from, errors.Join(err, jerr, fmt.Errorf("output %q", out)))
+	}
+	return answers, nil
+}
+
 func (c *cluster) inspect(service, format string) (string, error) {
 	id, err := c.id(service)
 	if err != nil {
@@ -307,44 +332,41 @@ func (c *cluster) inspect(service, format string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-// ip is the service's address on the cluster's network.
+// ip is the service's address on its first network (the only one but
+// for a gateway's).
 func (c *cluster) ip(service string) string {
 	c.t.Helper()
-	ip, err := c.inspect(service, "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}")
-	if err != nil || ip == "" {
-		c.t.Fatalf("address of %s: %q %v", service, ip, err)
-	}
-	return ip
+	return c.ipOn(service, c.hostNetworks(service)[0])
 }
 
-// bridge is the host side of the cluster's network: its Linux bridge,
-// br- and the start of the network's id (compose names the network
-// <project>_tsp).
+// bridge is the host side of the cluster's first network (the only one
+// but in a site of several): its Linux bridge.
 func (c *cluster) bridge() string {
 	c.t.Helper()
-	out, err := command(30*time.Second, nil, "docker", "network", "inspect", "-f", "{{.Id}}", c.project+"_tsp")
-	id := strings.TrimSpace(out)
-	if err != nil || len(id) < 12 {
-		c.t.Fatalf("network of %s: %q %v", c.project, id, err)
-	}
-	return "br-" + id[:12]
+	return c.bridgeOf(c.spec.AllNetworks()[0].Name)
 }
 
 // netns runs a command in the service's network namespace (from the host:
 // the containers themselves have no NET_ADMIN).
 func (c *cluster) netns(service string, args ...string) error {
+	_, err := c.netnsOutput(service, args...)
+	return err
+}
+
+// netnsOutput is netns returning the command's output.
+func (c *cluster) netnsOutput(service string, args ...string) (string, error) {
 	pid, err := c.inspect(service, "{{.State.Pid}}")
 	if err != nil {
-		return err
+		return "", err
 	}
 	if pid == "" || pid == "0" {
-		return fmt.Errorf("%s is not running", service)
+		return "", fmt.Errorf("%s is not running", service)
 	}
-	_, err = command(30*time.Second, nil, "nsenter", append([]string{"-t", pid, "-n"}, args...)...)
+	out, err := command(30*time.Second, nil, "nsenter", append([]string{"-t", pid, "-n"}, args...)...)
 	if err != nil {
-		return fmt.Errorf("in the network namespace of %s: %w", service, err)
+		return out, fmt.Errorf("in the network namespace of %s: %w", service, err)
 	}
-	return nil
+	return out, nil
 }
 
 // netnsInput is netns with stdin.
@@ -378,35 +400,51 @@ func (c *cluster) kill(service string) {
 // ---- status ----
 
 func (c *cluster) status(service string) (*control.Status, error) {
+	var st control.Status
+	return &st, c.statusInto(service, &st)
+}
+
+// statusInto decodes the service's `timedc --json status` into v.
+func (c *cluster) statusInto(service string, v any) error {
 	out, err := c.timedc(service, "--json", "--timeout", "3s", "status")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var st control.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		return nil, fmt.Errorf("status of %s: %w: %q", service, err, out)
+	// timedc's JSON is an array of answers, one here (README, "timedc's JSON").
+	var answers []json.RawMessage
+	if err := json.Unmarshal([]byte(out), &answers); err != nil || len(answers) != 1 {
+		return fmt.Errorf("status of %s: want one answer: %v: %q", service, err, out)
 	}
-	return &st, nil
+	if err := json.Unmarshal(answers[0], v); err != nil {
+		return fmt.Errorf("status of %s: %w: %q", service, err, out)
+	}
+	return nil
 }
 
 // statuses asks every named host at once (default: every timed host).
 func (c *cluster) statuses(names ...string) (map[string]*control.Status, error) {
+	return askAll(c, names, c.status)
+}
+
+// askAll runs ask for every named host at once (default: every timed
+// host) and collects the answers by host.
+func askAll[T any](c *cluster, names []string, ask func(string) (T, error)) (map[string]T, error) {
 	if len(names) == 0 {
 		names = c.names()
 	}
 	type res struct {
 		name string
-		st   *control.Status
+		v    T
 		err  error
 	}
 	ch := make(chan res, len(names))
 	for _, n := range names {
 		go func() {
-			st, err := c.status(n)
-			ch <- res{n, st, err}
+			v, err := ask(n)
+			ch <- res{n, v, err}
 		}()
 	}
-	out := map[string]*control.Status{}
+	out := map[string]T{}
 	var errs []error
 	for range names {
 		r := <-ch
@@ -414,7 +452,7 @@ func (c *cluster) statuses(names ...string) (map[string]*control.Status, error) 
 			errs = append(errs, r.err)
 			continue
 		}
-		out[r.name] = r.st
+		out[r.name] = r.v
 	}
 	return out, errors.Join(errs...)
 }
@@ -480,13 +518,8 @@ func masters(st map[string]*control.Status) []string {
 }
 
 func describe(st map[string]*control.Status) string {
-	names := make([]string, 0, len(st))
-	for n := range st {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var parts []string
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(st)) {
 		s := st[n]
 		m := "-"
 		if s.Master != nil {

@@ -37,11 +37,13 @@ func TestRingElectionsEightHosts(t *testing.T) {
 			t.Errorf("%s: %v", alg.Name, err)
 			continue
 		}
-		var res live.Result
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
-			t.Errorf("%s: %v in %q", alg.Name, err, out)
+		// timedc's JSON is an array of answers, one here.
+		var answers []live.Result
+		if err := json.Unmarshal([]byte(out), &answers); err != nil || len(answers) != 1 {
+			t.Errorf("%s: want one answer: %v in %q", alg.Name, err, out)
 			continue
 		}
+		res := answers[0]
 		if err := ringcheck.Result(alg, res, 8); err != nil {
 			t.Error(err)
 			continue

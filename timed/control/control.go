@@ -1,6 +1,6 @@
 // Package control is the daemon's local admin API: newline-delimited JSON
 // over a unix stream socket (default /run/timed/timed.sock, mode 0660).
-// timedc speaks it for `status`; the daemon serves it. Both sides share
+// timedc speaks it for `status` and `step`; the daemon serves it. Both sides share
 // these types so the JSON cannot drift between them.
 package control
 
@@ -22,20 +22,56 @@ const (
 	CmdTrace    = "trace"    // with On
 	CmdElection = "election" // force an election now (BSD's TEST)
 	CmdQuit     = "quit"     // stop the daemon
+	// CmdStep steps the host's clock by Step, or with ToNetwork by the
+	// alarm's offset, whatever max-step says: the operator's decision,
+	// left to whoever may write to the socket (mode 0660).
+	CmdStep = "step"
 )
 
 // Request is one command.
 type Request struct {
-	Cmd string `json:"cmd"`
-	On  bool   `json:"on,omitempty"`
+	Cmd       string `json:"cmd"`
+	On        bool   `json:"on,omitempty"`
+	Step      string `json:"step,omitempty"`       // CmdStep: a Go duration, e.g. "-4995s"
+	ToNetwork bool   `json:"to_network,omitempty"` // CmdStep: by the alarm's offset instead
 }
 
 // Response answers one Request. Error is set, and OK false, when the
 // command failed.
 type Response struct {
-	OK     bool    `json:"ok"`
-	Error  string  `json:"error,omitempty"`
-	Status *Status `json:"status,omitempty"`
+	OK     bool        `json:"ok"`
+	Error  string      `json:"error,omitempty"`
+	Status *Status     `json:"status,omitempty"`
+	Step   *StepResult `json:"step,omitempty"`
+}
+
+// StepResult is what CmdStep did.
+type StepResult struct {
+	Correction Correction `json:"correction"`
+	// AlarmWas is the alarm the step ended; nil if there was none.
+	AlarmWas *Alarm `json:"alarm_was,omitempty"`
+	// Simulated clocks only: the clock's offset from the kernel clock
+	// before and after.
+	OffsetBeforeSecs *float64 `json:"clock_offset_before_seconds,omitempty"`
+	OffsetAfterSecs  *float64 `json:"clock_offset_after_seconds,omitempty"`
+}
+
+// MaxOperatorStep bounds CmdStep: a step of more than a century is a typo.
+const MaxOperatorStep = 100 * 365 * 24 * time.Hour
+
+// ErrBadStep: a step of nothing or of more than MaxOperatorStep.
+var ErrBadStep = errors.New("refusing step")
+
+// CheckStep refuses the steps no operator means; timedc checks before
+// asking and the daemon again.
+func CheckStep(d time.Duration) error {
+	switch {
+	case d == 0:
+		return fmt.Errorf("%w of 0s: nothing to do", ErrBadStep)
+	case d > MaxOperatorStep || d < -MaxOperatorStep:
+		return fmt.Errorf("%w of %v: more than %v (100 years)", ErrBadStep, d, MaxOperatorStep)
+	}
+	return nil
 }
 
 // Status is what `timedc status` shows. Durations are in seconds (float)
@@ -52,6 +88,9 @@ type Status struct {
 	Elections    uint64    `json:"elections_seen"`
 	LastElection float64   `json:"last_election_seconds,omitempty"`
 	Slaves       []Slave   `json:"slaves,omitempty"`
+	// Alarm is set while corrections beyond max-step are asked of this
+	// host's clock (omitted otherwise): see Alarm.
+	Alarm *Alarm `json:"alarm,omitempty"`
 	// LastCorrection is the last correction this host applied to its clock.
 	LastCorrection *Correction        `json:"last_correction,omitempty"`
 	FrequencyPPM   float64            `json:"frequency_ppm"`
@@ -84,6 +123,17 @@ type Slave struct {
 	RTTSecs        float64   `json:"rtt_seconds"`
 	LastSeen       time.Time `json:"last_seen"`
 	Failures       int       `json:"failures,omitempty"`
+}
+
+// Alarm: the host's clock is further from network time than max-step. The
+// daemon still moves it there by max-step at most once a round (when the
+// correction is confirmed as towards network time) and refuses the rest;
+// `timedc step` steps it at once.
+type Alarm struct {
+	Since       time.Time `json:"since"`          // the clock's reading when it went on
+	OffsetSecs  float64   `json:"offset_seconds"` // how far the clock is from network time (positive: ahead)
+	Refused     int       `json:"refused"`        // corrections refused since it went on
+	MaxStepSecs float64   `json:"max_step_seconds"`
 }
 
 // Correction is one applied clock correction.

@@ -85,8 +85,13 @@
 // # Replay protection
 //
 // Every trailer carries the sender identity and a counter. The receiver
-// keeps, per sender identity, the highest counter it accepted, and drops
-// any datagram whose counter is not above it (ErrReplay). The table is
+// keeps, per sender identity, the ReplayWindow (64) highest counters it
+// accepted, and drops any datagram whose counter is one of them or below
+// all of them (ErrReplay): every counter ever accepted is one or the
+// other, so every replay is dropped, while a datagram overtaken by up to
+// 64 later ones of its sender (a daemon sends from several goroutines; a
+// network may reorder) is still taken, once. A window that moved only
+// with the highest counter dropped such datagrams as replays. The table is
 // keyed on the identity, which the MAC covers, and not on the source
 // address: keyed on the address, a recorded packet replayed from a
 // spoofed new address would be a first contact, and a stream of such

@@ -45,7 +45,7 @@ const (
 	ReasonMalformed                // bytes after the packet that are not a well-formed trailer
 	ReasonUnknownKey               // the trailer's key ID is not in the key file
 	ReasonBadMAC                   // the MAC does not verify (other key material, or altered bytes)
-	ReasonReplay                   // counter not above the last one accepted from that sender
+	ReasonReplay                   // counter already accepted from that sender, or older than its replay window
 	ReasonWindow                   // first contact with a sender, timestamp too far from our clock
 	ReasonNotSaved                 // counter past what the saved replay state covers: save, then it passes
 	ReasonClosed                   // the verifier was closed (its state is saved for good)

@@ -4,19 +4,15 @@ package auth_test
 // (tsp's transport will import auth).
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/timed-project/timed/internal/vectors"
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/auth"
 )
@@ -105,46 +101,11 @@ type vector struct {
 	where  string
 }
 
-// loadVectors reads ../shared/vectors beside the checkout (three levels
-// up from this package), or $TIMED_VECTORS, as tsp's tests do; it skips
-// only where that folder is absent.
+// loadVectors reads every vector (internal/vectors), as tsp's tests do;
+// it skips only where the shared folder is absent.
 func loadVectors(t *testing.T) []vector {
 	t.Helper()
-	dir := os.Getenv("TIMED_VECTORS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "vectors")
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		if _, statErr := os.Stat(dir); os.IsNotExist(statErr) {
-			t.Skipf("test vectors not found at %s (set TIMED_VECTORS): the shared folder is absent", dir)
-		}
-		t.Fatalf("no *.jsonl vectors in %s: %v", dir, err)
-	}
-	var vs []vector
-	for _, file := range files {
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for line := 1; sc.Scan(); line++ {
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-				continue
-			}
-			v := vector{where: filepath.Base(file) + ":" + strconv.Itoa(line)}
-			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-				t.Fatalf("%s: %v", v.where, err)
-			}
-			vs = append(vs, v)
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return vs
+	return vectors.Load(t, func(v *vector, at string) { v.where = at })
 }
 
 // TestBSDVectorsStayReadable: a signed BSD packet is the same 268 bytes

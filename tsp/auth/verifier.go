@@ -43,6 +43,38 @@ type entry struct {
 	ceiling uint64 // counters above it are not accepted until saved; 0: not on disk, no ceiling
 	want    uint64 // highest counter refused for the ceiling: the next save covers it
 	seen    uint64 // Verifier.seq at the last accept
+	// The replay window: recent holds the highest counters accepted (at
+	// most ReplayWindow, ascending); every counter accepted and not in it
+	// is at most floor. A counter above floor and not in recent was never
+	// accepted, so a datagram overtaken by a later one of the same sender
+	// (two goroutines sending, a network that reorders) still passes,
+	// while every replay is a counter at most floor or in recent.
+	floor  uint64
+	recent []uint64
+}
+
+// ReplayWindow is how many of a sender's highest counters the verifier
+// remembers: a datagram overtaken by up to that many later ones of its
+// sender still passes (once).
+const ReplayWindow = 64
+
+// fresh reports whether counter c was never accepted from this sender.
+func (e *entry) fresh(c uint64) bool {
+	if c <= e.floor {
+		return false
+	}
+	_, found := slices.BinarySearch(e.recent, c)
+	return !found
+}
+
+// accept records c, which fresh approved.
+func (e *entry) accept(c uint64) {
+	i, _ := slices.BinarySearch(e.recent, c)
+	e.recent = slices.Insert(e.recent, i, c)
+	if len(e.recent) > ReplayWindow {
+		e.floor, e.recent = e.recent[0], e.recent[1:]
+	}
+	e.last = max(e.last, c)
 }
 
 const replayHeader = "timed-auth-replay 1"
@@ -103,7 +135,7 @@ func (v *Verifier) load(lines []string) error {
 			return fmt.Errorf("%w: %s:%d: want \"<sender, 16 hex digits> <ceiling, decimal, not 0>\"%s", ErrState, v.path, i+2, removeHint(v.path))
 		}
 		v.seq++
-		v.senders[id] = &entry{last: c, ceiling: c, seen: v.seq}
+		v.senders[id] = &entry{last: c, ceiling: c, seen: v.seq, floor: c}
 		if len(v.senders) > v.max {
 			v.evict()
 		}
@@ -191,8 +223,8 @@ func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, now time.Time) error {
 	}
 	c := t.Counter
 	if e := v.senders[t.Sender]; e != nil {
-		if c <= e.last {
-			return drop(ReasonReplay, "sender %016x from %v: counter %d, already accepted up to %d", t.Sender, src, c, e.last)
+		if !e.fresh(c) {
+			return drop(ReasonReplay, "sender %016x from %v: counter %d, already accepted or older than the %d last accepted (up to %d)", t.Sender, src, c, ReplayWindow, e.last)
 		}
 		if e.ceiling != 0 && c > e.ceiling {
 			e.want = max(e.want, c)
@@ -200,7 +232,8 @@ func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, now time.Time) error {
 			return drop(ReasonNotSaved, "sender %016x from %v: counter %d, saved state covers up to %d: passes once saved", t.Sender, src, c, e.ceiling)
 		}
 		v.seq++
-		e.last, e.seen = c, v.seq
+		e.accept(c)
+		e.seen = v.seq
 		if e.ceiling != 0 && e.ceiling-c < v.lookahead/2 {
 			signal(v.wanted)
 		}
@@ -227,7 +260,11 @@ func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, now time.Time) error {
 		v.evict()
 	}
 	v.seq++
-	v.senders[t.Sender] = &entry{last: c, ceiling: ceiling, seen: v.seq}
+	// Counters before the first one accepted are not taken later: the
+	// window opens at first contact.
+	e := &entry{ceiling: ceiling, seen: v.seq, floor: c - 1}
+	e.accept(c)
+	v.senders[t.Sender] = e
 	if v.path != "" {
 		signal(v.wanted)
 	}

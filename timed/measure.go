@@ -1,0 +1,106 @@
+package timed
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/timed-project/timed/clocksync"
+)
+
+// fallbackMeasurer measures a host with our probe (version 2, nanosecond
+// stamps) or with ICMP timestamps (RFC 792, milliseconds), and remembers
+// per host which one it answers:
+//   - a host that answered the probe is ours: it is never measured by
+//     ICMP, which the kernel answers, and which for one of our daemons on
+//     a simulated clock (or after a probe merely got lost) is not the
+//     clock being synchronised;
+//   - a host that ignored the probe but answered ICMP is a BSD daemon (it
+//     drops version 2 unread): it is measured by ICMP from then on, with
+//     the probe tried again every reprobeEvery measurements in case it
+//     was upgraded, instead of a dozen wasted probes each round.
+type fallbackMeasurer struct {
+	probe, icmp clocksync.Measurer
+
+	mu    sync.Mutex
+	hosts map[netip.AddrPort]*hostProtocol
+}
+
+type hostProtocol struct {
+	ours      bool // answered the probe
+	bsd       bool // ignored the probe, answered ICMP
+	sinceProb int  // ICMP measurements since the probe was last tried
+}
+
+const (
+	// reprobeEvery: a BSD host gets the probe again this often.
+	reprobeEvery = 16
+	// maxHostProtocols bounds the table; past it, it starts afresh (hosts
+	// are then probed once more), which only costs a few probes.
+	maxHostProtocols = 4096
+)
+
+func newFallbackMeasurer(probe, icmp clocksync.Measurer) *fallbackMeasurer {
+	return &fallbackMeasurer{probe: probe, icmp: icmp, hosts: map[netip.AddrPort]*hostProtocol{}}
+}
+
+// entry is host's record (made if new); call with f.mu held.
+func (f *fallbackMeasurer) entry(host netip.AddrPort) *hostProtocol {
+	h := f.hosts[host]
+	if h == nil {
+		if len(f.hosts) >= maxHostProtocols {
+			clear(f.hosts)
+		}
+		h = &hostProtocol{}
+		f.hosts[host] = h
+	}
+	return h
+}
+
+// useICMP says whether host is measured by ICMP this time: a known BSD
+// host, but for every reprobeEvery-th time.
+func (f *fallbackMeasurer) useICMP(host netip.AddrPort) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.entry(host)
+	if !h.bsd {
+		return false
+	}
+	h.sinceProb++
+	if h.sinceProb >= reprobeEvery {
+		h.sinceProb = 0
+		return false
+	}
+	return true
+}
+
+func (f *fallbackMeasurer) record(host netip.AddrPort, ours, bsd bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.entry(host)
+	h.ours, h.bsd = ours, bsd
+}
+
+func (f *fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (clocksync.Measurement, error) {
+	if f.useICMP(host) {
+		return f.icmp.Measure(ctx, host)
+	}
+	m, err := f.probe.Measure(ctx, host)
+	if err == nil {
+		f.record(host, true, false)
+		return m, nil
+	}
+	f.mu.Lock()
+	ours := f.entry(host).ours
+	f.mu.Unlock()
+	if ours || ctx.Err() != nil {
+		return m, err
+	}
+	m, ierr := f.icmp.Measure(ctx, host)
+	if ierr != nil {
+		return m, fmt.Errorf("probe: %w; icmp: %w", err, ierr)
+	}
+	f.record(host, false, true)
+	return m, nil
+}

@@ -1,0 +1,52 @@
+package timed
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/timed-project/timed/clocksync"
+)
+
+// countingMeasurer answers for the hosts in ok and counts every call.
+type countingMeasurer struct {
+	ok    map[netip.AddrPort]bool
+	calls map[netip.AddrPort]int
+}
+
+func (c *countingMeasurer) Measure(_ context.Context, h netip.AddrPort) (clocksync.Measurement, error) {
+	c.calls[h]++
+	if c.ok[h] {
+		return clocksync.Measurement{}, nil
+	}
+	return clocksync.Measurement{}, errors.New("no answer")
+}
+
+// TestFallbackMeasurerRemembers: a host that ignores the probe but
+// answers ICMP (a BSD daemon) is measured by ICMP from then on, with the
+// probe tried again every reprobeEvery measurements; a host that answered
+// the probe once is never measured by ICMP.
+func TestFallbackMeasurerRemembers(t *testing.T) {
+	bsd, ours := netip.MustParseAddrPort("10.0.0.2:525"), netip.MustParseAddrPort("10.0.0.3:525")
+	probe := &countingMeasurer{ok: map[netip.AddrPort]bool{ours: true}, calls: map[netip.AddrPort]int{}}
+	icmp := &countingMeasurer{ok: map[netip.AddrPort]bool{bsd: true, ours: true}, calls: map[netip.AddrPort]int{}}
+	f := newFallbackMeasurer(probe, icmp)
+	const rounds = 2 * reprobeEvery
+	for range rounds {
+		if _, err := f.Measure(context.Background(), bsd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := 1 + (rounds-1)/reprobeEvery; probe.calls[bsd] != want {
+		t.Errorf("BSD host probed %d times in %d rounds, want %d (first, then every %d)", probe.calls[bsd], rounds, want, reprobeEvery)
+	}
+	if icmp.calls[bsd] != rounds {
+		t.Errorf("BSD host measured by ICMP %d times, want every round (%d)", icmp.calls[bsd], rounds)
+	}
+	f.Measure(context.Background(), ours)
+	probe.ok[ours] = false // its probe answers get lost now
+	if _, err := f.Measure(context.Background(), ours); err == nil || icmp.calls[ours] != 0 {
+		t.Fatalf("our daemon fell back to ICMP (%d calls, err %v): the kernel's clock is not the one synchronised", icmp.calls[ours], err)
+	}
+}
