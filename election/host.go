@@ -310,10 +310,9 @@ func (h *Host) with(i int, f func(m *Machine)) {
 	m := h.nets[i].m
 	m.now = h.now
 	f(m)
-	for _, a := range m.out {
+	for _, a := range m.take() {
 		h.emit(i, a)
 	}
-	m.out = nil
 }
 
 // finish passes the slavenet's LOOPs on to newly mastered networks, then

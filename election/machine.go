@@ -59,6 +59,7 @@ type Machine struct {
 
 	// Candidate and Master.
 	slaves     map[string]*slave
+	slavesNew  bool // the slave list changed: a SlaveList ends what take returns
 	masterUpAt time.Time
 	round      uint64
 	roundDone  bool
@@ -202,9 +203,19 @@ func (m *Machine) Step(now time.Time, ev Event) Ready {
 			m.syncResult(e)
 		}
 	}
-	rd := Ready{Actions: m.out}
+	return Ready{Actions: m.take()}
+}
+
+// take returns the actions emitted since it was last called, ending with
+// the slave list if that changed (emitSlaves), once.
+func (m *Machine) take() []Action {
+	if m.slavesNew {
+		m.slavesNew = false
+		m.emit(SlaveList{Slaves: m.Slaves()})
+	}
+	out := m.out
 	m.out = nil
-	return rd
+	return out
 }
 
 func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
@@ -256,6 +267,7 @@ func (m *Machine) become(s State, reason string) {
 		if len(m.slaves) > 0 {
 			m.slaves = map[string]*slave{}
 			m.emit(SlaveList{})
+			m.slavesNew = false
 		}
 	}
 	if s == Candidate || s.IsMaster() || s == NoMaster {
@@ -289,6 +301,7 @@ func (m *Machine) stop() {
 	if len(m.slaves) > 0 && m.state.IsMaster() {
 		m.emit(SlaveList{})
 	}
+	m.slavesNew = false
 	m.emit(StateChange{From: m.state, To: StartUp, Reason: "stopped"})
 	m.state, m.stateSince = StartUp, m.now
 	m.running = false
@@ -868,7 +881,11 @@ func (m *Machine) masterUp() {
 	m.emit(Send{Packet: m.packet(tsp.MasterUp, m.nextSeq()), Broadcast: true})
 }
 
-func (m *Machine) emitSlaves() { m.emit(SlaveList{Slaves: m.Slaves()}) }
+// emitSlaves has the slave list sent at the end of the Step, once however
+// often it changed: a round that drops a thousand silent slaves (an
+// outsider's made-up names) would otherwise queue a thousand copies of a
+// list of a thousand, quadratic in memory within the one Step.
+func (m *Machine) emitSlaves() { m.slavesNew = true }
 
 // addSlave lists peer as a slave and returns its entry, or nil when it
 // may not be listed. The table is bounded (MaxSlaves), and an entry keeps
@@ -1067,15 +1084,30 @@ func (m *Machine) resolve() {
 			if m.resolveRound < m.cfg.ResolveRounds {
 				m.resolve()
 			} else {
-				m.becomeMaster("conflict resolved")
+				m.endConflict()
 			}
 		},
 		onFail: func() {
 			if m.state == Conflict {
-				m.becomeMaster("conflict resolved")
+				m.endConflict()
 			}
 		},
 	}, 0)
+}
+
+// endConflict goes back to Master when the RESOLVE rounds are over. A
+// master that was told to QUIT leaves slaves behind, and MASTERUP
+// collects them (BSD). When no other master answered there are none to
+// collect, and a MASTERUP would only make every slave announce itself
+// again and be stepped with SETTIME instead of slewed at the next round:
+// a CONFLICT that names no real master, such as an outsider's forgery,
+// must not buy that.
+func (m *Machine) endConflict() {
+	if len(m.quitSent) > 0 {
+		m.becomeMaster("conflict resolved")
+		return
+	}
+	m.become(Master, "conflict resolved: no other master answered")
 }
 
 func (m *Machine) syncRound() {

@@ -76,6 +76,9 @@ func (m *Machine) transmit(o *outgoing) {
 
 // sendCopy sends the next copy and arms the wait for its answer.
 func (m *Machine) sendCopy(o *outgoing) {
+	if o.sent > 0 && o.pkt.Type == tsp.SetTime {
+		m.restamp(o, m.cfg.Retransmit[o.sent-1])
+	}
 	m.transmit(o)
 	o.sent++
 	if o.want == tsp.Any {
@@ -83,6 +86,21 @@ func (m *Machine) sendCopy(o *outgoing) {
 		return
 	}
 	m.setTimer(o.id, m.cfg.Retransmit[o.sent-1])
+}
+
+// restamp moves a SETTIME's time on by waited, the retransmission delay
+// since its last copy: a copy sent because the earlier ones went
+// unanswered (lost, or dropped by a receiver under a flood) must carry the
+// time now, not the time of the first copy, or the slave that takes it is
+// stepped back by every delay before it (60 ms at the third copy with the
+// fast profile, 600 ms with BSD's). The copies share a sequence number,
+// so a slave that took an earlier one ignores the rest. The delay is the
+// timer's, not the host clock's difference: the master may have stepped
+// its own clock in between.
+func (m *Machine) restamp(o *outgoing, waited time.Duration) {
+	if tv, err := tsp.TimeTimeval(o.pkt.Time.Time().Add(waited)); err == nil {
+		o.pkt.Time = tv
+	}
 }
 
 // sendTimer handles the timer of a pending send.

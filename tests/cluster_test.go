@@ -71,6 +71,7 @@ type node struct {
 
 type cluster struct {
 	t     *testing.T
+	bin   string // the timed binary the nodes run
 	nodes []*node
 	peers string
 }
@@ -120,12 +121,19 @@ func newCluster(t *testing.T, offsets []time.Duration, extra func(i int) []strin
 // list (host:port of every node), e.g. to trust them.
 func newClusterPeers(t *testing.T, offsets []time.Duration, extra func(i int, peers string) []string) *cluster {
 	t.Helper()
+	return newClusterOf(t, timedBin, offsets, extra)
+}
+
+// newClusterOf is newClusterPeers running bin instead of the race-built
+// timedBin (the flood test measures memory, which -race multiplies).
+func newClusterOf(t *testing.T, bin string, offsets []time.Duration, extra func(i int, peers string) []string) *cluster {
+	t.Helper()
 	ports := freePorts(t, len(offsets))
 	var peers []string
 	for _, p := range ports {
 		peers = append(peers, "127.0.0.1:"+strconv.Itoa(p))
 	}
-	c := &cluster{t: t, peers: strings.Join(peers, ",")}
+	c := &cluster{t: t, bin: bin, peers: strings.Join(peers, ",")}
 	dir := t.TempDir()
 	for i, off := range offsets {
 		n := &node{name: fmt.Sprintf("n%d", i+1), dir: dir, port: ports[i]}
@@ -174,7 +182,7 @@ func (c *cluster) start(n *node) {
 	}
 	fmt.Fprintf(n.log, "==== start %s\n", strings.Join(n.args, " "))
 	n.mu.Unlock()
-	n.cmd = exec.Command(timedBin, n.args...)
+	n.cmd = exec.Command(c.bin, n.args...)
 	// The daemons are built with -race, whose runtime sleeps a second at
 	// exit by default; that would hide how fast the daemon itself stops.
 	n.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0 halt_on_error=1")

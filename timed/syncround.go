@@ -2,6 +2,7 @@ package timed
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -33,12 +34,13 @@ func (d *Daemon) roundBudget() time.Duration {
 // posts the result back. A master with no slaves needs no measurement.
 func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	d := rt.d
-	hosts := make([]netip.AddrPort, len(r.Slaves))
-	for i, s := range r.Slaves {
+	slaves := rt.st.measureOrder(r.Slaves)
+	hosts := make([]netip.AddrPort, len(slaves))
+	for i, s := range slaves {
 		hosts[i] = s.Addr
 	}
-	trusted := make([]bool, len(r.Slaves))
-	for i, s := range r.Slaves {
+	trusted := make([]bool, len(slaves))
+	for i, s := range slaves {
 		trusted[i] = rt.m.Trusted(s.Addr)
 	}
 	deadline := time.Now().Add(d.roundBudget())
@@ -53,7 +55,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	go func() {
 		defer d.rounds.Done()
 		res := clocksync.MeasureAll(d.roundCtx, d.measurer, hosts, deadline, 0)
-		done := syncDone{rt: rt, result: election.SyncResult{Round: r.Round}, slaves: r.Slaves, measured: res}
+		done := syncDone{rt: rt, result: election.SyncResult{Round: r.Round}, slaves: slaves, measured: res}
 		offsets := make([]clocksync.HostOffset, len(res))
 		for i, m := range res {
 			offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil}
@@ -73,7 +75,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 			// above it.
 			plan := clocksync.PlanCorrection(done.network.Offset, m.Offset, false, time.Time{}, opt)
 			done.result.Corrections = append(done.result.Corrections, election.Correction{
-				Name: r.Slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
+				Name: slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
 		}
 		select {
 		case d.syncCh <- done:
@@ -115,4 +117,31 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 		own, err = d.applyAdjust(s.result.Own, d.hostname)
 	}
 	d.st.basis = d.roundBasis(rt.st.round, own, err == nil && own.Action != clocksync.Refused)
+}
+
+// measureOrder is the order a round measures the slaves in: those that
+// have answered a measurement before first, then the others, each part in
+// the machine's order (by name). MeasureAll measures a bounded number of
+// hosts at once, and a host that never answers holds its place until the
+// round's deadline: in name order, enough names that answer nothing (an
+// outsider's SLAVEUPs and ACCEPTs under made-up names, which sort
+// anywhere) would keep the real slaves from being measured at all, so
+// that they got no correction, dropped out of the table and ran for
+// election.
+func (s *netStatus) measureOrder(list []election.Peer) []election.Peer {
+	out := slices.Clone(list)
+	answered := func(p election.Peer) bool {
+		sl := s.slaves[p.Name]
+		return sl != nil && !sl.LastSeen.IsZero()
+	}
+	slices.SortStableFunc(out, func(a, b election.Peer) int {
+		switch aa, ba := answered(a), answered(b); {
+		case aa == ba:
+			return 0
+		case aa:
+			return -1
+		}
+		return 1
+	})
+	return out
 }

@@ -64,7 +64,7 @@ type Limiter struct {
 	global  *rate.Limiter
 	sources *lru[netip.AddrPort, *rate.Limiter]
 
-	allowed, deniedSource, deniedGlobal, evicted atomic.Uint64
+	allowed, deniedSource, deniedGlobal, evicted, knownPastGlobal atomic.Uint64
 }
 
 // LimiterStats are a Limiter's counters since it was made.
@@ -74,6 +74,9 @@ type LimiterStats struct {
 	DeniedGlobal uint64 // the aggregate bucket was empty
 	Evicted      uint64 // sources forgotten to make room for new ones
 	Sources      int    // sources tracked now
+	// KnownPastGlobal counts the datagrams of known sources (AllowKnown)
+	// let through while the aggregate bucket was empty.
+	KnownPastGlobal uint64
 }
 
 // NewLimiter returns a Limiter with cfg's rates (defaults for zero fields).
@@ -95,10 +98,23 @@ func (l *Limiter) Config() Config { return l.cfg }
 // before it is spent, and a new source denied by the aggregate is not even
 // entered in the table, so a spoofed flood churns the table no faster than
 // the aggregate rate.
-func (l *Limiter) Allow(src netip.AddrPort, now time.Time) bool {
+func (l *Limiter) Allow(src netip.AddrPort, now time.Time) bool { return l.allow(src, now, false) }
+
+// AllowKnown is Allow for a source the caller knows for one of its own
+// (a configured peer): its own bucket limits it as any other, and it
+// spends an aggregate token when there is one, but an empty aggregate
+// bucket does not refuse it. The aggregate is what a flood from many
+// sources drains, made-up addresses or merely one host's many ports; were
+// the daemons' own datagrams refused with the flood's, a master would
+// stop hearing its slaves and the election would fall apart under a
+// flood that no source of which exceeds its own rate.
+func (l *Limiter) AllowKnown(src netip.AddrPort, now time.Time) bool { return l.allow(src, now, true) }
+
+func (l *Limiter) allow(src netip.AddrPort, now time.Time, known bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.global.TokensAt(now) < 1 {
+	global := l.global.TokensAt(now) >= 1
+	if !global && !known {
 		l.deniedGlobal.Add(1)
 		return false
 	}
@@ -114,7 +130,11 @@ func (l *Limiter) Allow(src netip.AddrPort, now time.Time) bool {
 			l.evicted.Add(1)
 		}
 	}
-	l.global.AllowN(now, 1) // cannot fail: tokens were checked under mu
+	if global {
+		l.global.AllowN(now, 1) // cannot fail: tokens were checked under mu
+	} else {
+		l.knownPastGlobal.Add(1)
+	}
 	l.allowed.Add(1)
 	return true
 }
@@ -131,5 +151,7 @@ func (l *Limiter) Stats() LimiterStats {
 		DeniedGlobal: l.deniedGlobal.Load(),
 		Evicted:      l.evicted.Load(),
 		Sources:      n,
+
+		KnownPastGlobal: l.knownPastGlobal.Load(),
 	}
 }

@@ -120,6 +120,9 @@ type Transport struct {
 	signer    *auth.Signer
 	verifier  *auth.Verifier
 	saverDone chan struct{} // closed when the auth state saver has exited
+	// sendMu makes signing and writing one step: a datagram signed first
+	// is written first, so its counter reaches the receiver first.
+	sendMu sync.Mutex
 
 	onDatagram func()
 }
@@ -380,6 +383,7 @@ func (t *Transport) BroadcastAllExt(e *tsp.ExtPacket) error {
 	return t.broadcastAll(b, &t.stats.sentExt[e.Kind])
 }
 
+// encode marshals p; send signs it.
 func (t *Transport) encode(p *tsp.Packet) ([]byte, error) {
 	q := *p
 	if q.Name == "" {
@@ -388,7 +392,7 @@ func (t *Transport) encode(p *tsp.Packet) ([]byte, error) {
 	if q.Version == 0 {
 		q.Version = tsp.Version
 	}
-	return t.sign(q.Marshal())
+	return q.Marshal()
 }
 
 func (t *Transport) encodeExt(e *tsp.ExtPacket) ([]byte, error) {
@@ -396,16 +400,7 @@ func (t *Transport) encodeExt(e *tsp.ExtPacket) ([]byte, error) {
 	if q.Name == "" {
 		q.Name = t.hostname
 	}
-	return t.sign(q.Marshal())
-}
-
-// sign appends the auth trailer (nothing without a signer): a BSD
-// receiver reads the first 268 bytes and never sees it.
-func (t *Transport) sign(b []byte, err error) ([]byte, error) {
-	if err != nil || t.signer == nil {
-		return b, err
-	}
-	return t.signer.Sign(b, time.Now())
+	return q.Marshal()
 }
 
 func (t *Transport) broadcastAll(b []byte, sent *atomic.Uint64) error {
@@ -430,22 +425,42 @@ func (t *Transport) broadcast(b []byte, n Network, sent *atomic.Uint64) error {
 	return t.send(b, netip.AddrPortFrom(n.Broadcast, t.local.Port()), n.Index, sent)
 }
 
-// send writes one datagram; a non-zero ifIndex picks the outgoing
-// interface through IP_PKTINFO, as a broadcast must leave by its network.
+// send signs one datagram and writes it; a non-zero ifIndex picks the
+// outgoing interface through IP_PKTINFO, as a broadcast must leave by its
+// network.
+//
+// The auth trailer (nothing without a signer; a BSD receiver reads the
+// first 268 bytes and never sees it) is drawn and written under one lock.
+// A receiver drops any counter not above the highest it accepted from the
+// sender, and the daemon sends from several goroutines (the loop, a sync
+// round's measurements): a datagram signed and then held up before its
+// write, while another was signed and written, arrived second and was
+// dropped as a replay. One socket writes in the order it is called.
 func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.Uint64) error {
 	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
-	var err error
-	if ifIndex == 0 {
-		_, err = t.conn.WriteToUDPAddrPort(b, to)
-	} else {
-		_, err = t.pc.WriteTo(b, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
+	t.sendMu.Lock()
+	d, err := t.sign(b)
+	if err == nil && ifIndex == 0 {
+		_, err = t.conn.WriteToUDPAddrPort(d, to)
+	} else if err == nil {
+		_, err = t.pc.WriteTo(d, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	}
+	t.sendMu.Unlock()
 	if err != nil {
 		t.stats.sendErrors.Add(1)
 		return fmt.Errorf("tsp: send to %v: %w", to, err)
 	}
 	sent.Add(1)
 	return nil
+}
+
+// sign appends the auth trailer to a copy of b (b may go to several
+// peers), or returns b without a signer.
+func (t *Transport) sign(b []byte) ([]byte, error) {
+	if t.signer == nil {
+		return b, nil
+	}
+	return t.signer.Sign(b[:len(b):len(b)], time.Now())
 }
 
 func (t *Transport) readLoop() {
@@ -482,8 +497,16 @@ func (t *Transport) readLoop() {
 func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, now time.Time) {
 	r := Received{From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), At: now}
 	// Before anything else: a flood costs a bucket lookup per datagram,
-	// not a decode, a queue slot or a log line.
-	if !t.limiter.Allow(r.From, now) {
+	// not a decode, a queue slot or a log line. A configured peer (peers
+	// mode, by address and port) is limited by its own bucket only, so
+	// that a flood from many sources cannot silence the daemons.
+	var allowed bool
+	if t.isKnown(r.From) {
+		allowed = t.limiter.AllowKnown(r.From, now)
+	} else {
+		allowed = t.limiter.Allow(r.From, now)
+	}
+	if !allowed {
 		t.stats.dropped[DropRateLimited].Add(1)
 		t.logDrop(DropRateLimited, r, len(b), errRateLimited, now)
 		return
@@ -656,6 +679,16 @@ func (t *Transport) networkOf(src netip.AddrPort) *Network {
 		}
 	}
 	return nil
+}
+
+// isKnown: from a configured peer's own address and port.
+func (t *Transport) isKnown(src netip.AddrPort) bool {
+	for _, p := range t.peers {
+		if p == src {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Transport) isPeer(a netip.Addr) bool {
