@@ -76,6 +76,12 @@ func CheckStep(d time.Duration) error {
 
 // Status is what `timedc status` shows. Durations are in seconds (float)
 // so scripts need no Go duration parser.
+//
+// On several networks each entry of Networks has the daemon's state,
+// master and slaves there; the top-level State, Master, StateSince,
+// LastElection and Slaves are those of the network that stands for the
+// host: the one it is a slave on (its slavenet), else the first it is
+// master of, else the first. Elections counts those of every network.
 type Status struct {
 	State        string    `json:"state"` // lower case: "master", "slave", "candidate", …
 	Hostname     string    `json:"hostname"`
@@ -99,14 +105,28 @@ type Status struct {
 	Packets        map[string]Counter `json:"packets"`
 	Drops          map[string]uint64  `json:"drops"`
 	UptimeSecs     float64            `json:"uptime_seconds"`
+	// LoopsDetected counts BSD's "loop detected" cases: a LOOP with our
+	// own name back from the master we follow (a cycle of gateways), or
+	// a LOOP from another master on a network we master.
+	LoopsDetected uint64 `json:"loops_detected"`
 }
 
-// Network is one network the daemon serves.
+// Network is one network the daemon serves, and its role there.
 type Network struct {
 	Interface string `json:"interface,omitempty"`
 	Address   string `json:"address"`
 	Prefix    string `json:"prefix,omitempty"`
 	Broadcast string `json:"broadcast,omitempty"`
+	// State is the daemon's election state on this network ("master",
+	// "slave", …), or "ignore" where it leaves the network to a master it
+	// does not follow (BSD's IGNORE: another way into the same time).
+	State string `json:"state,omitempty"`
+	// Master is the master it follows here, or itself where it is master.
+	Master *Peer   `json:"master,omitempty"`
+	Slaves []Slave `json:"slaves,omitempty"` // where it is master
+	// Slavenet: the one network the daemon is a slave on, whose master's
+	// corrections its clock takes.
+	Slavenet bool `json:"slavenet,omitempty"`
 }
 
 // Peer names another daemon.
