@@ -104,3 +104,11 @@ func (f *fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (cl
 	f.record(host, false, true)
 	return m, nil
 }
+
+// noMeasurer measures nothing: a --bsd-compat daemon without ICMP
+// timestamps (it may not send our probe).
+type noMeasurer struct{ err error }
+
+func (n noMeasurer) Measure(context.Context, netip.AddrPort) (clocksync.Measurement, error) {
+	return clocksync.Measurement{}, fmt.Errorf("no ICMP timestamps: %w", n.err)
+}
