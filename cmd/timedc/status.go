@@ -85,10 +85,10 @@ func statusText(s *control.Status) string {
 	}
 	for _, n := range s.Networks {
 		if n.Interface == "" {
-			fmt.Fprintf(&b, "\nnetwork: peers, listening on %s", n.Address)
+			fmt.Fprintf(&b, "\nnetwork: peers, listening on %s%s", n.Address, networkRole(n))
 			continue
 		}
-		fmt.Fprintf(&b, "\nnetwork %s: %s on %s, broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
+		fmt.Fprintf(&b, "\nnetwork %s: %s on %s, broadcast %s%s", n.Interface, n.Address, n.Prefix, n.Broadcast, networkRole(n))
 	}
 	b.WriteString("\n")
 	if len(s.Slaves) > 0 {
@@ -102,6 +102,26 @@ func statusText(s *control.Status) string {
 	}
 	fmt.Fprintf(&b, "\npackets %s\ndrops %s", counters(s.Packets), drops(s.Drops))
 	return b.String()
+}
+
+// networkRole is the daemon's role on one network, for its line: its
+// state, the master it follows there, its slaves where it is master, and
+// "slavenet" on the one network its clock takes its time from.
+func networkRole(n control.Network) string {
+	if n.State == "" {
+		return "" // a daemon from before per-network roles
+	}
+	r := ": " + n.State
+	switch {
+	case n.State == "master":
+		r += fmt.Sprintf(", %d slaves", len(n.Slaves))
+	case n.Master != nil:
+		r += fmt.Sprintf(" of %s (%s)", n.Master.Name, n.Master.Address)
+	}
+	if n.Slavenet {
+		r += ", slavenet"
+	}
+	return r
 }
 
 func secs(f float64) string {
