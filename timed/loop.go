@@ -238,10 +238,13 @@ func (d *Daemon) loopDetected(rt *netRuntime) {
 // foreignLoop notes a LOOP from another daemon on a network this host
 // masters: a second master there (its own LOOP, or one it passes on),
 // which the machine settles. Our own LOOPs, back from the network or
-// passed on by us, come from our own address, which the Host drops.
+// passed on by us, come from our own address, which the Host drops; in
+// peers mode, where daemons share an address, by our name (a peer list
+// may name this daemon too).
 func (rt *netRuntime) foreignLoop(p tsp.Packet, from netip.AddrPort) {
 	d := rt.d
-	if !d.host.Running(rt.i) || !d.host.State(rt.i).IsMaster() || from.Addr() == rt.network.Addr || !rt.m().Trusted(from) {
+	own := from.Addr() == rt.network.Addr || rt.network.Peers && p.Name == d.hostname
+	if own || !d.host.Running(rt.i) || !d.host.State(rt.i).IsMaster() || !rt.m().Trusted(from) {
 		return
 	}
 	d.loopDetected(rt)
