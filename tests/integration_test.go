@@ -264,7 +264,8 @@ func TestPrivilegeErrors(t *testing.T) {
 }
 
 // TestMetrics: with --metrics-listen the daemon serves Prometheus metrics
-// named by Prometheus conventions; without it, nothing listens.
+// named by Prometheus conventions, a network's with a network label (in
+// peers mode "peers"); without it, nothing listens.
 func TestMetrics(t *testing.T) {
 	addr := freeTCPAddr(t)
 	c := newCluster(t, fiveOffsets[:2], func(i int) []string {
@@ -286,7 +287,8 @@ func TestMetrics(t *testing.T) {
 		return err == nil && resp.StatusCode == http.StatusOK, fmt.Sprint(resp.Status, err)
 	})
 	for _, want := range []string{
-		`timed_state{state="`, "timed_elections_total", `timed_packets_total{direction="rx",type="MASTERREQ"}`,
+		`timed_state{network="peers",state="`, `timed_elections_total{network="peers"}`, `timed_loops_detected_total{network="peers"} 0`,
+		`timed_sync_rounds_total{network="peers"}`, `timed_packets_total{direction="rx",type="MASTERREQ"}`,
 		`timed_packets_total{direction="tx",type="MASTERREQ"}`, "timed_dropped_packets_total", "timed_offset_seconds",
 		"\ntimed_alarm 0\n", "\ntimed_corrections_refused_total 0\n", "go_goroutines", "process_cpu_seconds_total",
 		"\ntimed_synchronised ",

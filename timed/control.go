@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/timed-project/timed/config"
-	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/timed/control"
 )
 
@@ -53,9 +52,7 @@ func (d *Daemon) control(req control.Request) control.Response {
 		d.setTrace(req.On)
 		return control.Response{OK: true, Status: d.snapshot()}
 	case control.CmdElection:
-		for _, rt := range d.runtimes {
-			rt.step(election.ForceElection{}, time.Time{})
-		}
+		d.forceElection()
 		return control.Response{OK: true}
 	case control.CmdStep:
 		return d.operatorStep(req)

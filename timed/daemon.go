@@ -32,7 +32,8 @@ type Daemon struct {
 	log      *logrus.Logger
 	hostname string
 	tr       *udp.Transport
-	runtimes []*netRuntime // one per served network (runtime.go)
+	host     *election.Host // the election on every served network
+	runtimes []*netRuntime  // one per served network, the Host's order (runtime.go)
 	clock    clocksync.Clock
 	applier  *clocksync.Applier
 	probe    *clocksync.ProbeClient
@@ -66,10 +67,15 @@ type Daemon struct {
 	trustGen  uint64                    // the -F list in force; older retries stop
 	admins    adminSources              // who may send admin packets (admin.go)
 	stateLock *os.File                  // the state directory's lock (auth.go), held until closeResources
+	dates     dateForwards              // date requests sent up to the master (date.go)
+	// bsdCompat (--bsd-compat, tests only): behave as a BSD daemon on the
+	// wire, which drops version 2 (extensions) unread and sends none.
+	bsdCompat bool
 	// Lines about what others sent are rate-limited: refusals of the
 	// election machine once a minute per kind and source, refused admin
-	// packets once per source; both flushed with their counts (flushLogs).
-	refusedLog, refusedOnce *limit.Logger
+	// packets once per source, networks ignored and loops detected a few
+	// a minute; all flushed with their counts (flushLogs).
+	refusedLog, refusedOnce, netLog *limit.Logger
 }
 
 // Options are what a caller may supply instead of the defaults.
@@ -78,6 +84,13 @@ type Options struct {
 	Clock clocksync.Clock
 	// Seed seeds the election's randomness; 0 draws one.
 	Seed uint64
+	// BSDCompat (timed's hidden --bsd-compat, for tests) makes the daemon
+	// look like BSD's on the wire: it drops every version-2 datagram
+	// unread and sends none, so it neither answers nor sends our clock
+	// probe (it measures by ICMP timestamps, and is measured so) nor
+	// takes part in ring elections. Everything else, the control socket
+	// included, is as usual.
+	BSDCompat bool
 }
 
 // New builds a daemon from its configuration: it opens the transport and
@@ -85,13 +98,14 @@ type Options struct {
 // port, socket directory, bad clock) come from here, before Run.
 func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err error) {
 	d := &Daemon{
-		cfg:      cfg,
-		log:      log,
-		timerCh:  make(chan timerFire, 16),
-		syncCh:   make(chan syncDone, 1),
-		ctlCh:    make(chan ctlCall),
-		reloadCh: make(chan reloadCall),
-		callCh:   make(chan func(), 16),
+		cfg:       cfg,
+		log:       log,
+		bsdCompat: opt.BSDCompat,
+		timerCh:   make(chan timerFire, 16),
+		syncCh:    make(chan syncDone, 1),
+		ctlCh:     make(chan ctlCall),
+		reloadCh:  make(chan reloadCall),
+		callCh:    make(chan func(), 16),
 	}
 	defer func() {
 		if err != nil {
@@ -160,33 +174,40 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	if err != nil {
 		return nil, errors.Join(err, signer.Close(), verifier.Close())
 	}
-	// Each network gets a runtime of its own, but only the first is
-	// served: BSD's submaster role across several is not built yet.
+	// Every network the transport serves (-n/-i and the interface
+	// template chose them; peers mode is one) is the Host's: one election
+	// machine each, BSD's rules across them.
 	nets := d.tr.Networks()
-	served := nets[:1]
-	for _, n := range nets[len(served):] {
-		log.WithField("network", n.String()).Warn("serving only the first network; ignoring this one")
-	}
 	seed := opt.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	for i, n := range served {
-		rt, err := newNetRuntime(d, n, cfg.Election, seed+uint64(i))
-		if err != nil {
-			return nil, err
-		}
-		d.runtimes = append(d.runtimes, rt)
+	cfgs := electionConfigs(cfg.Election, d.hostname, nets, d.tr.LocalAddr().Port())
+	if d.host, err = election.NewHost(cfgs, rand.New(rand.NewPCG(seed, seed^0x5eed))); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
+	}
+	for i, n := range nets {
+		d.runtimes = append(d.runtimes, newNetRuntime(d, i, n))
 	}
 
 	d.probe = clocksync.NewProbeClient(extSender{d.tr}, d.clock, d.hostname, clocksync.ProbeConfig{})
 	d.respond = clocksync.NewProbeResponder(d.clock, d.hostname)
 	d.measurer = d.probe
-	if icmp, err := clocksync.NewICMPMeasurer(d.clock, clocksync.ICMPConfig{}); err == nil {
+	icmp, icmpErr := clocksync.NewICMPMeasurer(d.clock, clocksync.ICMPConfig{})
+	switch {
+	case icmpErr == nil && d.bsdCompat:
+		d.icmp, d.measurer = icmp, icmp // BSD measures by ICMP only
+	case icmpErr == nil:
 		d.icmp = icmp
 		d.measurer = newFallbackMeasurer(d.probe, icmp)
-	} else {
-		log.WithError(err).Info("ICMP timestamps unavailable: only daemons answering the probe can be measured")
+	case d.bsdCompat:
+		d.measurer = noMeasurer{icmpErr}
+		log.WithError(icmpErr).Warn("bsd-compat: ICMP timestamps unavailable: no slave can be measured")
+	default:
+		log.WithError(icmpErr).Info("ICMP timestamps unavailable: only daemons answering the probe can be measured")
+	}
+	if d.bsdCompat {
+		log.Warn("bsd-compat: version-2 datagrams (clock probe, ring elections) are dropped and never sent")
 	}
 
 	if cfg.ControlSocket != "" {
@@ -203,6 +224,7 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	d.roundCtx, d.cancelRound = context.WithCancel(context.Background())
 	d.refusedLog = limit.NewLogger(log, limit.LogConfig{})
 	d.refusedOnce = limit.NewLogger(log, limit.LogConfig{Once: true})
+	d.netLog = limit.NewLogger(log, limit.LogConfig{Lines: 5})
 	d.ring = newRingRunner(d)
 	d.st.init(d)
 	if err := d.applyTrusted(cfg.Trusted); err != nil {
@@ -282,9 +304,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.log.WithFields(logrus.Fields{"name": d.hostname, "network": strings.Join(networks, "; "), "addr": d.tr.LocalAddr().String(),
 		"clock": d.cfg.Clock, "master": d.cfg.MayBeMaster}).Info("timed starting")
-	for _, rt := range d.runtimes {
-		rt.step(election.Start{}, time.Time{})
-	}
+	d.carryOut(d.host.Start(d.now()), time.Time{})
 	d.flushLogs()
 	d.publishSync()
 	notifyReady(d)
@@ -322,9 +342,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 func (d *Daemon) shutdown() {
 	notifyStopping()
-	for _, rt := range d.runtimes {
-		rt.stop()
-	}
+	d.stopAll()
 	d.cancelRound()
 	d.rounds.Wait()
 	d.saveDrift()

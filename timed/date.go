@@ -16,54 +16,95 @@ import (
 // master changes the network's time, a slave asks its master with
 // SETDATEREQ and confirms with DATEACK once the master has. What to do is
 // clocksync.DecideDate's call; this file carries it out.
+//
+// On several networks the host has one role for the date, as BSD's: with
+// a slavenet it asks the master it follows there, whether the request is
+// date(1)'s SETDATE or a SETDATEREQ from a slave of a network it masters
+// (a submaster passes its slaves' requests up); without one, where it
+// masters a network it changes the time, and every network it masters
+// follows its clock for the next rounds.
 
-// dateState is a network's date path: the date requests of its slaves and
-// those forwarded to its master.
+// dateState is a network's date path: the last request of each of its
+// slaves, and the rounds its master dictates after a date change.
 type dateState struct {
-	dictate  int               // rounds left in which the master's clock is the truth
-	seq      map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
-	seqNext  uint16
-	forwards map[uint16]*dateForward
+	dictate int               // rounds left in which the master's clock is the truth
+	seq     map[string]uint16 // last SETDATEREQ seq per slave (BSD htp->seq)
 }
 
-// dateForward is a SETDATEREQ this slave sent to its master on behalf of a
-// local SETDATE, waiting for the master's DATEACK.
+// dateForwards are the SETDATEREQs this host sent to its master, waiting
+// for its DATEACK: host-wide, as the master is the slavenet's.
+type dateForwards struct {
+	seqNext uint16
+	pending map[uint16]*dateForward
+}
+
+// dateForward is a SETDATEREQ this host sent to its master on behalf of a
+// local SETDATE or of a slave's SETDATEREQ, waiting for the master's
+// DATEACK.
 type dateForward struct {
 	requester netip.AddrPort
 	reqSeq    uint16
 	tries     int
 	pkt       tsp.Packet
 	to        netip.AddrPort
+	log       *logrus.Entry
 }
 
-func (rt *netRuntime) datePacket(p tsp.Packet, r udp.Received) {
-	d := rt.d
+// dateRole is the host's role for a date request: slave where it follows
+// a master (its slavenet), master where it masters a network, else none.
+func (d *Daemon) dateRole() clocksync.DateRole {
+	if _, ok := d.host.SlaveNet(); ok {
+		return clocksync.DateSlave
+	}
+	if len(d.masteredNets()) > 0 {
+		return clocksync.DateMaster
+	}
+	return clocksync.DateNoMaster
+}
+
+// masteredNets are the runtimes of the networks this host is master of
+// (not in conflict there).
+func (d *Daemon) masteredNets() []*netRuntime {
+	var out []*netRuntime
+	for _, rt := range d.runtimes {
+		if rt.masters() {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// datePacket handles SETDATE, SETDATEREQ and DATEACK; rt is the network
+// the packet came from, nil for none (date(1) on this host).
+func (d *Daemon) datePacket(rt *netRuntime, p tsp.Packet, r udp.Received) {
 	if p.Type == tsp.DateAck {
-		rt.dateAcked(p)
+		d.dateAcked(p, r.From)
 		return
 	}
-	role := clocksync.DateNoMaster
-	switch rt.m.State() {
-	case election.Master:
-		role = clocksync.DateMaster
-	case election.Slave, election.Accept:
-		role = clocksync.DateSlave
+	log := d.log.WithField("network", "none")
+	if rt != nil {
+		log = rt.log
 	}
-	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(),
-		Queued: time.Since(r.At), Trusted: rt.m.Trusted(r.From)}
+	log = log.WithFields(logrus.Fields{"type": p.Type.String(), "from": p.Name, "addr": r.From.String()})
+	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(), Queued: time.Since(r.At)}
+	// The -F list is the host's: every machine has it.
+	req.Trusted = d.host.Machine(0).Trusted(r.From)
 	if p.Type == tsp.SetDateReq {
-		req.KnownSlave = rt.m.IsSlaveAt(p.Name, r.From)
+		if rt == nil {
+			return // the transport delivers SETDATEREQ from served networks only
+		}
+		// From a slave of ours on the network it came from.
+		req.KnownSlave = d.host.Running(rt.i) && rt.m().IsSlaveAt(p.Name, r.From)
 		last, seen := rt.date.seq[p.Name]
 		req.NewSeq = !seen || last != p.Seq
 	}
-	dec := clocksync.DecideDate(role, req, d.clock.Now(), d.cfg.Sync.StepThreshold)
-	log := rt.log.WithFields(logrus.Fields{"type": p.Type.String(), "from": p.Name, "addr": r.From.String()})
+	dec := clocksync.DecideDate(d.dateRole(), req, d.clock.Now(), d.cfg.Sync.StepThreshold)
 	if dec.LogUntrusted {
 		log.Warn("date change from an untrusted host refused")
 	}
 	if dec.Ignore {
 		log.WithField("reason", dec.Reason).Info("date request ignored")
-		if dec.SpreadTime {
+		if dec.SpreadTime && rt != nil {
 			rt.spreadTime()
 		}
 		return
@@ -73,74 +114,97 @@ func (rt *netRuntime) datePacket(p tsp.Packet, r udp.Received) {
 	}
 	log = log.WithField("to", dec.Target.UTC().Format(time.RFC3339Nano))
 	if dec.DateAck {
-		rt.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: p.Seq, Name: d.hostname}, To: r.From})
+		d.sendTo(tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: p.Seq, Name: d.hostname}, r.From)
 	}
 	switch {
 	case dec.Step:
 		log.Info("date changed: stepping the network")
 		d.applySetTime(dec.Target, 0, p.Name)
-		rt.date.dictate = dec.Dictate
-		rt.spreadTime()
+		for _, m := range d.masteredNets() {
+			m.date.dictate = dec.Dictate
+			m.spreadTime()
+		}
 	case dec.Slew != 0 || dec.Dictate > 0:
 		log.Info("date changed: slewing the network")
 		d.applyAdjust(dec.Slew, p.Name)
-		rt.date.dictate = dec.Dictate
-		rt.step(election.ForceElection{}, time.Time{}) // a master's TEST: sync now
+		for _, m := range d.masteredNets() {
+			m.date.dictate = dec.Dictate
+			m.step(election.ForceElection{}, time.Time{}) // a master's TEST: sync now
+		}
 	case dec.ForwardReq:
-		m, ok := rt.m.Master()
-		if !ok {
-			log.Info("date request dropped: no master known")
-			return
-		}
-		tv, err := tsp.TimeTimeval(dec.Target)
-		if err != nil {
-			log.WithError(err).Warn("date request dropped")
-			return
-		}
-		rt.date.seqNext++
-		f := &dateForward{requester: r.From, reqSeq: p.Seq, to: m.Addr,
-			pkt: tsp.Packet{Type: tsp.SetDateReq, Version: tsp.Version, Seq: rt.date.seqNext, Time: tv, Name: d.hostname}}
-		rt.date.forwards[f.pkt.Seq] = f
-		log.WithField("master", m.Name).Info("date request forwarded to the master")
-		rt.forwardDate(f)
+		d.forwardDateReq(dec.Target, p.Seq, r.From, log)
 	}
 }
 
-// forwardDate sends (or resends) a SETDATEREQ on acksend's schedule.
-func (rt *netRuntime) forwardDate(f *dateForward) {
-	d := rt.d
-	sched := d.cfg.Election.Retransmit
-	if f.tries >= len(sched) {
-		delete(rt.date.forwards, f.pkt.Seq)
-		rt.log.WithField("to", f.to.String()).Warn("master did not confirm the date change")
+// forwardDateReq asks the master the host follows on its slavenet to
+// change the date (SETDATEREQ), and answers requester with DATEACK once
+// the master has.
+func (d *Daemon) forwardDateReq(target time.Time, reqSeq uint16, requester netip.AddrPort, log *logrus.Entry) {
+	var m election.Peer
+	ok := false
+	if i, slave := d.host.SlaveNet(); slave {
+		m, ok = d.host.Master(i)
+	}
+	if !ok {
+		log.Info("date request dropped: no master known")
 		return
 	}
-	rt.send(election.Send{Packet: f.pkt, To: f.to, Reliable: true})
+	tv, err := tsp.TimeTimeval(target)
+	if err != nil {
+		log.WithError(err).Warn("date request dropped")
+		return
+	}
+	if d.dates.pending == nil {
+		d.dates.pending = map[uint16]*dateForward{}
+	}
+	d.dates.seqNext++
+	f := &dateForward{requester: requester, reqSeq: reqSeq, to: m.Addr, log: log,
+		pkt: tsp.Packet{Type: tsp.SetDateReq, Version: tsp.Version, Seq: d.dates.seqNext, Time: tv, Name: d.hostname}}
+	d.dates.pending[f.pkt.Seq] = f
+	log.WithField("master", m.Name).Info("date request forwarded to the master")
+	d.forwardDate(f)
+}
+
+// forwardDate sends (or resends) a SETDATEREQ on acksend's schedule.
+func (d *Daemon) forwardDate(f *dateForward) {
+	sched := d.cfg.Election.Retransmit
+	if f.tries >= len(sched) {
+		delete(d.dates.pending, f.pkt.Seq)
+		f.log.WithField("master", f.to.String()).Warn("master did not confirm the date change")
+		return
+	}
+	d.sendTo(f.pkt, f.to)
 	wait := sched[f.tries]
 	f.tries++
 	d.after(wait, func() {
-		if rt.date.forwards[f.pkt.Seq] == f {
-			rt.forwardDate(f)
+		if d.dates.pending[f.pkt.Seq] == f {
+			d.forwardDate(f)
 		}
 	})
 }
 
-// dateAcked: the master confirmed our SETDATEREQ; confirm to date(1).
-func (rt *netRuntime) dateAcked(p tsp.Packet) {
-	f, ok := rt.date.forwards[p.Seq]
-	if !ok {
+// dateAcked: the master confirmed our SETDATEREQ; confirm to whoever
+// asked us (date(1), or our slave).
+func (d *Daemon) dateAcked(p tsp.Packet, from netip.AddrPort) {
+	f, ok := d.dates.pending[p.Seq]
+	if !ok || f.to != from {
 		return
 	}
-	delete(rt.date.forwards, p.Seq)
-	rt.send(election.Send{Packet: tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: f.reqSeq, Name: rt.d.hostname}, To: f.requester})
+	delete(d.dates.pending, p.Seq)
+	d.sendTo(tsp.Packet{Type: tsp.DateAck, Version: tsp.Version, Seq: f.reqSeq, Name: d.hostname}, f.requester)
 }
 
 // spreadTime re-asserts the master's time on every slave (BSD spreadtime):
 // the next round's corrections follow the master alone, and it runs now.
 func (rt *netRuntime) spreadTime() {
-	if rt.m.State() != election.Master {
+	if !rt.masters() {
 		return
 	}
 	rt.date.dictate = max(rt.date.dictate, 1)
 	rt.step(election.ForceElection{}, time.Time{})
+}
+
+// masters reports whether the host is master of this network.
+func (rt *netRuntime) masters() bool {
+	return rt.d.host.Running(rt.i) && rt.d.host.State(rt.i) == election.Master
 }

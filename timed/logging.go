@@ -59,6 +59,7 @@ func (d *Daemon) flushLogs() {
 		now := time.Now()
 		d.refusedLog.Flush(now, logrus.DebugLevel)
 		d.refusedOnce.Flush(now, logrus.WarnLevel)
+		d.netLog.Flush(now, logrus.InfoLevel)
 		d.flushLogs()
 	})
 }

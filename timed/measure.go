@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/timed-project/timed/clocksync"
 )
@@ -20,6 +21,9 @@ import (
 //     drops version 2 unread): it is measured by ICMP from then on, with
 //     the probe tried again every reprobeEvery measurements in case it
 //     was upgraded, instead of a dozen wasted probes each round.
+//
+// A host not known to answer the probe is given probeDiscovery to answer
+// one, so that a BSD host leaves the round time for ICMP.
 type fallbackMeasurer struct {
 	probe, icmp clocksync.Measurer
 
@@ -106,15 +110,27 @@ func (f *fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (cl
 		}
 		return m, err
 	}
-	m, err := f.probe.Measure(ctx, host)
-	if err == nil {
-		f.record(host, true, false)
-		return m, nil
-	}
 	f.mu.Lock()
 	ours := f.entry(host).ours
 	f.mu.Unlock()
-	if ours || ctx.Err() != nil {
+	if ours {
+		return f.probe.Measure(ctx, host) // never ICMP (above)
+	}
+	// Not known to answer the probe: a short try first. A host that
+	// ignores it would otherwise take the whole round's time (a dozen
+	// unanswered probes), and leave none for ICMP.
+	try, cancel := context.WithTimeout(ctx, discoverWait(ctx))
+	m, err := f.probe.Measure(try, host)
+	cut := try.Err() != nil
+	cancel()
+	if err == nil {
+		f.record(host, true, false)
+		if cut && ctx.Err() == nil {
+			return f.probe.Measure(ctx, host) // it answers: measure it fully
+		}
+		return m, nil
+	}
+	if ctx.Err() != nil {
 		return m, err
 	}
 	m, ierr := f.icmp.Measure(ctx, host)
@@ -123,4 +139,24 @@ func (f *fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (cl
 	}
 	f.record(host, false, true)
 	return m, nil
+}
+
+// probeDiscovery is how long a host not known to answer the probe is
+// given to answer it (three of the probe's 100 ms waits); at most half the
+// time left to the measurement, the rest being ICMP's.
+const probeDiscovery = 300 * time.Millisecond
+
+func discoverWait(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return min(probeDiscovery, time.Until(dl)/2)
+	}
+	return probeDiscovery
+}
+
+// noMeasurer measures nothing: a --bsd-compat daemon without ICMP
+// timestamps (it may not send our probe).
+type noMeasurer struct{ err error }
+
+func (n noMeasurer) Measure(context.Context, netip.AddrPort) (clocksync.Measurement, error) {
+	return clocksync.Measurement{}, fmt.Errorf("no ICMP timestamps: %w", n.err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/timed-project/timed/clocksync"
 )
@@ -51,5 +52,32 @@ func TestFallbackMeasurerRemembers(t *testing.T) {
 	probe.ok[ours] = false // its probe answers get lost now
 	if _, err := f.Measure(context.Background(), ours); err == nil || icmp.calls[ours] != 0 {
 		t.Fatalf("our daemon fell back to ICMP (%d calls, err %v): the kernel's clock is not the one synchronised", icmp.calls[ours], err)
+	}
+}
+
+// silentMeasurer never answers: it waits until the measurement's time is
+// up, as the probe does for a host that drops version 2 unread.
+type silentMeasurer struct{}
+
+func (silentMeasurer) Measure(ctx context.Context, _ netip.AddrPort) (clocksync.Measurement, error) {
+	<-ctx.Done()
+	return clocksync.Measurement{}, ctx.Err()
+}
+
+// TestFallbackMeasurerLeavesTimeForICMP: a BSD host, which never answers
+// the probe, is still measured by ICMP within the round's time (here the
+// fast profile's 500 ms): the first probe is a short try, not the whole
+// round.
+func TestFallbackMeasurerLeavesTimeForICMP(t *testing.T) {
+	bsd := netip.MustParseAddrPort("10.0.0.2:525")
+	icmp := &countingMeasurer{ok: map[netip.AddrPort]bool{bsd: true}, calls: map[netip.AddrPort]int{}}
+	f := newFallbackMeasurer(silentMeasurer{}, icmp)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := f.Measure(ctx, bsd); err != nil || icmp.calls[bsd] != 1 {
+		t.Fatalf("BSD host: err %v, %d ICMP measurements; want one, within the round", err, icmp.calls[bsd])
+	}
+	if !f.useICMP(bsd) {
+		t.Error("BSD host not remembered as measured by ICMP")
 	}
 }

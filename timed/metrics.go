@@ -21,19 +21,22 @@ import (
 // metrics are the Prometheus metrics, served only when --metrics-listen is
 // set. A nil *metrics is valid and does nothing, so the loop never checks.
 // The loop sets the gauges and counters; the packet counters are read from
-// the transport at scrape time.
+// the transport at scrape time. What is a network's (its state, elections,
+// rounds, slaves, loops) carries a network label (its prefix, or
+// "peers"); what is the host clock's does not.
 type metrics struct {
 	srv         *http.Server
 	state       *prometheus.GaugeVec
-	elections   prometheus.Counter
+	elections   *prometheus.CounterVec
+	loops       *prometheus.CounterVec
 	corrections *prometheus.CounterVec
 	refusedCorr prometheus.Counter
 	alarm       prometheus.GaugeFunc
 	correction  prometheus.Gauge
 	frequency   prometheus.Gauge
 	slaveOffset *prometheus.GaugeVec
-	networkOff  prometheus.Gauge
-	rounds      prometheus.Counter
+	networkOff  *prometheus.GaugeVec
+	rounds      *prometheus.CounterVec
 }
 
 func newMetrics(listen string, d *Daemon) (*metrics, error) {
@@ -43,9 +46,11 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "timed_state",
-			Help: "1 for the election state the daemon is in, 0 for the others."}, []string{"state"}),
-		elections: prometheus.NewCounter(prometheus.CounterOpts{Name: "timed_elections_total",
-			Help: "Elections this daemon took part in or saw."}),
+			Help: "1 for the election state the daemon is in on the network (\"ignore\": out of use), 0 for the others."}, []string{"network", "state"}),
+		elections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timed_elections_total",
+			Help: "Elections this daemon took part in or saw, by network."}, []string{"network"}),
+		loops: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timed_loops_detected_total",
+			Help: "LOOPs that showed a cycle of gateways or a second master, by network."}, []string{"network"}),
 		corrections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timed_corrections_total",
 			Help: "Corrections applied to the local clock, by action."}, []string{"action"}),
 		refusedCorr: prometheus.NewCounter(prometheus.CounterOpts{Name: "timed_corrections_refused_total",
@@ -55,11 +60,11 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 		frequency: prometheus.NewGauge(prometheus.GaugeOpts{Name: "timed_frequency_ppm",
 			Help: "Frequency correction of the local clock."}),
 		slaveOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "timed_slave_offset_seconds",
-			Help: "Master only: each slave's measured offset (slave minus master)."}, []string{"slave"}),
-		networkOff: prometheus.NewGauge(prometheus.GaugeOpts{Name: "timed_network_offset_seconds",
-			Help: "Master only: the network time minus the master's clock, last round."}),
-		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "timed_sync_rounds_total",
-			Help: "Master only: sync rounds measured."}),
+			Help: "Master only: each slave's measured offset (slave minus master)."}, []string{"network", "slave"}),
+		networkOff: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "timed_network_offset_seconds",
+			Help: "Master only: the network time minus the master's clock, last round (0 where the master dictates)."}, []string{"network"}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timed_sync_rounds_total",
+			Help: "Master only: sync rounds measured, by network."}, []string{"network"}),
 	}
 	m.alarm = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "timed_alarm",
 		Help: "1 while the local clock is in the max-step alarm: corrections beyond max-step are asked of it (timedc status, timedc step)."},
@@ -69,7 +74,13 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 			}
 			return 0
 		})
-	reg.MustRegister(m.alarm, m.refusedCorr, m.state, m.elections, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
+	for _, rt := range d.runtimes {
+		m.state.WithLabelValues(rt.label, election.StartUp.String()).Set(1)
+		m.elections.WithLabelValues(rt.label)
+		m.loops.WithLabelValues(rt.label)
+		m.rounds.WithLabelValues(rt.label)
+	}
+	reg.MustRegister(m.alarm, m.refusedCorr, m.state, m.elections, m.loops, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
 		syncCollector{d}, transportCollector{d.tr}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -95,17 +106,24 @@ func (m *metrics) close() error {
 	return m.srv.Shutdown(ctx)
 }
 
-func (m *metrics) setState(s election.State) {
+// setState sets network's state gauge: 1 for state, none for the others.
+func (m *metrics) setState(network, state string) {
 	if m == nil {
 		return
 	}
-	m.state.Reset()
-	m.state.WithLabelValues(s.String()).Set(1)
+	m.state.DeletePartialMatch(prometheus.Labels{"network": network})
+	m.state.WithLabelValues(network, state).Set(1)
 }
 
-func (m *metrics) electionSeen() {
+func (m *metrics) electionSeen(network string) {
 	if m != nil {
-		m.elections.Inc()
+		m.elections.WithLabelValues(network).Inc()
+	}
+}
+
+func (m *metrics) loopDetected(network string) {
+	if m != nil {
+		m.loops.WithLabelValues(network).Inc()
 	}
 }
 
@@ -126,16 +144,16 @@ func (m *metrics) refused() {
 	}
 }
 
-func (m *metrics) roundMeasured(s syncDone) {
+func (m *metrics) roundMeasured(network string, s syncDone) {
 	if m == nil {
 		return
 	}
-	m.rounds.Inc()
-	m.networkOff.Set(s.network.Offset.Seconds())
-	m.slaveOffset.Reset()
+	m.rounds.WithLabelValues(network).Inc()
+	m.networkOff.WithLabelValues(network).Set(s.network.Offset.Seconds())
+	m.slaveOffset.DeletePartialMatch(prometheus.Labels{"network": network})
 	for i, r := range s.measured {
 		if r.Err == nil {
-			m.slaveOffset.WithLabelValues(s.slaves[i].Name).Set(r.Offset.Seconds())
+			m.slaveOffset.WithLabelValues(network, s.slaves[i].Name).Set(r.Offset.Seconds())
 		}
 	}
 }

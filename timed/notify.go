@@ -23,9 +23,12 @@ func notifyReady(d *Daemon) {
 func notifyStatus(d *Daemon) {
 	parts := make([]string, len(d.runtimes))
 	for i, rt := range d.runtimes {
-		status := rt.m.State().String()
-		if m, ok := rt.m.Master(); ok && m.Name != d.hostname {
+		status := rt.state()
+		if m, ok := d.host.Master(rt.i); ok && m.Name != d.hostname {
 			status += ", master " + m.Name
+		}
+		if d.host.IsSlaveNet(rt.i) && len(d.runtimes) > 1 {
+			status += " (slavenet)"
 		}
 		parts[i] = fmt.Sprintf("%s on %s", status, rt.network)
 	}

@@ -1,6 +1,7 @@
 package timed
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -20,10 +21,25 @@ func newRingRunner(d *Daemon) *live.Runner {
 	return live.New(ringHost{d}, live.Config{Name: d.hostname, Log: d.log.WithField("component", "ring")})
 }
 
-func (h ringHost) Send(p tsp.ExtPacket, to netip.AddrPort) error { return h.d.tr.SendExt(&p, to) }
-func (h ringHost) Broadcast(p tsp.ExtPacket) error {
-	return h.d.tr.BroadcastExt(&p, h.d.primary().network)
+// Ring elections run on the first network (a ring is one network's).
+// A --bsd-compat daemon sends no version 2: they fail.
+func (h ringHost) Send(p tsp.ExtPacket, to netip.AddrPort) error {
+	if h.d.bsdCompat {
+		return errBSDCompat
+	}
+	return h.d.tr.SendExt(&p, to)
 }
+
+func (h ringHost) Broadcast(p tsp.ExtPacket) error {
+	if h.d.bsdCompat {
+		return errBSDCompat
+	}
+	return h.d.tr.BroadcastExt(&p, h.d.runtimes[0].network)
+}
+
+// errBSDCompat: a --bsd-compat daemon sends no version-2 datagram.
+var errBSDCompat = errors.New("bsd-compat: no version-2 datagrams")
+
 func (h ringHost) Now() time.Time          { return h.d.clock.Now() }
 func (h ringHost) Peers() []netip.AddrPort { return h.d.tr.Peers() }
 func (h ringHost) Addr() netip.AddrPort    { return h.d.ownAddr() }
@@ -39,7 +55,7 @@ func (d *Daemon) ownAddr() netip.AddrPort {
 	port := d.tr.LocalAddr().Port()
 	peers := d.tr.Peers()
 	if len(peers) == 0 {
-		return netip.AddrPortFrom(d.primary().network.Addr, port)
+		return netip.AddrPortFrom(d.runtimes[0].network.Addr, port)
 	}
 	local := map[netip.Addr]bool{}
 	if ifaddrs, err := net.InterfaceAddrs(); err == nil {

@@ -1,8 +1,7 @@
 package timed
 
 import (
-	"fmt"
-	"math/rand/v2"
+	"net/netip"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -12,66 +11,116 @@ import (
 )
 
 // netRuntime is one network's share of the daemon, as BSD keeps one state
-// per network: its election machine, the machine's timers, its sync
-// rounds, its date requests and its part of the status; it carries out
-// its machine's actions (loop.go), broadcasting on its network. What is
-// host-wide (transport, clock, probe, control socket, metrics, ring
-// runner, tracing, admin sources, the -F list's resolution) stays on the
-// Daemon, d. Only the loop touches it, like the rest of the daemon's
-// state.
+// per network: its network's index in the daemon's election.Host, the
+// timers of its machine (and the Host's TimerLook there), its sync rounds,
+// its date requests and its part of the status; it carries out the Host's
+// actions tagged with its network (loop.go), broadcasting on its network.
+// The election itself is the Host's (Daemon.host): a runtime never steps
+// its machine, only reads it (m). What is host-wide (transport, clock,
+// probe, control socket, metrics, ring runner, tracing, admin sources, the
+// -F list's resolution, the date requests forwarded to the master) stays
+// on the Daemon, d. Only the loop touches it, like the rest of the
+// daemon's state.
 type netRuntime struct {
 	d       *Daemon
+	i       int // the network's index in d.host
 	network udp.Network
+	label   string        // the network's short name: metrics label, status
 	log     *logrus.Entry // the daemon's logger with this network's field
-	m       *election.Machine
 	timers  map[election.TimerID]*timerEntry
 	st      netStatus // its part of `timedc status`
 	date    dateState
 }
 
-// newNetRuntime builds the runtime of network n, its machine seeded with
-// seed so that a run replays.
-func newNetRuntime(d *Daemon, n udp.Network, ecfg election.Config, seed uint64) (*netRuntime, error) {
-	ecfg.Name = d.hostname
-	ecfg.Network = n.String()
-	m, err := election.New(ecfg, rand.New(rand.NewPCG(seed, seed^0x5eed)))
-	if err != nil {
-		return nil, fmt.Errorf("election: %w", err)
-	}
+func newNetRuntime(d *Daemon, i int, n udp.Network) *netRuntime {
 	return &netRuntime{
 		d:       d,
+		i:       i,
 		network: n,
+		label:   networkLabel(n),
 		log:     d.log.WithField("network", n.String()),
-		m:       m,
 		timers:  map[election.TimerID]*timerEntry{},
-		date:    dateState{seq: map[string]uint16{}, forwards: map[uint16]*dateForward{}},
-	}, nil
+		date:    dateState{seq: map[string]uint16{}},
+	}
 }
 
-// runtimeFor is the runtime of the network a packet came from. Packets
-// from no served network (the types BSD accepts from anywhere) go to the
-// first; so, until every network is served, do those from the ignored
-// ones, as they all went to the one machine before.
+// networkLabel names a network briefly: its prefix, or "peers".
+func networkLabel(n udp.Network) string {
+	if n.Peers {
+		return "peers"
+	}
+	return n.Prefix.String()
+}
+
+// electionConfigs are the Host's configurations, one per served network:
+// the configured timers and eligibility, with the host's name, the
+// network's label and the daemon's own address there, so that the Host
+// drops its own LOOPs (those it forwarded carry another host's name). In
+// peers mode the daemons may share an address (127.0.0.1), so none is set:
+// the transport drops our own packets by name, and with one network there
+// is no LOOP of ours to forward.
+func electionConfigs(base election.Config, hostname string, nets []udp.Network, port uint16) []election.Config {
+	cfgs := make([]election.Config, len(nets))
+	for i, n := range nets {
+		c := base
+		c.Name = hostname
+		c.Network = n.String()
+		if !n.Peers {
+			c.Addr = netip.AddrPortFrom(n.Addr, port)
+		}
+		cfgs[i] = c
+	}
+	return cfgs
+}
+
+// m is this network's election machine, for queries only: the Host steps
+// it.
+func (rt *netRuntime) m() *election.Machine { return rt.d.host.Machine(rt.i) }
+
+// runtimeFor is the runtime of the network a packet came from, or nil for
+// a packet from no served network (only the types BSD accepts from
+// anywhere come so: the host answers those itself).
 func (d *Daemon) runtimeFor(n *udp.Network) *netRuntime {
-	if n != nil {
-		for _, rt := range d.runtimes {
-			if rt.network == *n {
-				return rt
-			}
+	if n == nil {
+		return nil
+	}
+	for _, rt := range d.runtimes {
+		if rt.network == *n {
+			return rt
 		}
 	}
-	return d.primary()
+	return nil
 }
 
-// primary is the first network's runtime: the only one served until
-// multi-network support lands, and the one the single-network views
-// (status, ring elections) show.
-func (d *Daemon) primary() *netRuntime { return d.runtimes[0] }
+// primary is the network whose state stands for the host's where one is
+// shown (the top-level state and master of `timedc status`): the
+// slavenet, else the first network the host masters, else the first.
+func (d *Daemon) primary() *netRuntime {
+	if i, ok := d.host.SlaveNet(); ok {
+		return d.runtimes[i]
+	}
+	for _, rt := range d.runtimes {
+		if d.host.Running(rt.i) && d.host.State(rt.i).IsMaster() {
+			return rt
+		}
+	}
+	return d.runtimes[0]
+}
 
-// stop stops the machine and its timers (shutdown).
-func (rt *netRuntime) stop() {
-	rt.step(election.Stop{}, time.Time{})
-	for id := range rt.timers {
-		rt.cancelTimer(id)
+// stopAll stops the Host and every timer (shutdown).
+func (d *Daemon) stopAll() {
+	d.carryOut(d.host.Stop(d.now()), time.Time{})
+	for _, rt := range d.runtimes {
+		for id := range rt.timers {
+			rt.cancelTimer(id)
+		}
 	}
 }
+
+// now is the time the Host's events happen at: the kernel's clock, with
+// its monotonic reading, so that steps of the clock the daemon disciplines
+// (or of the kernel's wall clock) do not stretch or shrink the Host's
+// windows (LOOPs heard, masters known, duplicates). The one place the
+// machines' time reaches the network, SETTIME's stamp, is moved to the
+// disciplined clock when it is sent (loop.go).
+func (d *Daemon) now() time.Time { return time.Now() }

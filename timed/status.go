@@ -30,6 +30,8 @@ type status struct {
 	unknownTypes  uint64
 	refusedAdmins uint64 // admin packets from an unprivileged source
 	alarm         bool   // the max-step alarm as systemd was last told
+	loopsDetected uint64 // BSD's "loop detected": cycles, LOOPs of a second master (loop.go)
+	extDropped    uint64 // version-2 datagrams dropped unread (--bsd-compat)
 }
 
 func (s *status) init(d *Daemon) {
@@ -44,6 +46,8 @@ func (s *status) init(d *Daemon) {
 func (s *status) dropUnknownType() { s.unknownTypes++ }
 
 func (s *status) refusedAdmin() { s.refusedAdmins++ }
+
+func (s *status) dropExt() { s.extDropped++ }
 
 // corrected records a correction applied to the clock at the request of
 // from (a master's name, this host's for a master's own share,
@@ -177,8 +181,10 @@ func (s *netStatus) roundMeasured(r syncDone, now time.Time, method func(netip.A
 	}
 }
 
-// snapshot builds the control socket's status. Its shape is one
-// network's: the first's, the only one served until several are.
+// snapshot builds the control socket's status: each network's state,
+// master and slaves in its entry of Networks, and at the top the state,
+// master and slaves of the network that stands for the host (primary: the
+// slavenet, else the first network it masters, else the first).
 func (d *Daemon) snapshot() *control.Status {
 	s := &d.st
 	st := &control.Status{
@@ -194,6 +200,11 @@ func (d *Daemon) snapshot() *control.Status {
 		Drops:          map[string]uint64{},
 	}
 	d.primary().fillStatus(st)
+	st.Elections = 0
+	for _, rt := range d.runtimes {
+		st.Elections += rt.st.elections // seen on any network
+	}
+	st.LoopsDetected = s.loopsDetected
 	if cs, err := d.clock.State(); err == nil {
 		st.FrequencyPPM = cs.FrequencyPPM
 	}
@@ -201,18 +212,8 @@ func (d *Daemon) snapshot() *control.Status {
 		st.OffsetSecs = sim.Offset().Seconds()
 	}
 	st.Sync = d.syncFacts().view(time.Now(), d.applier.Alarm())
-	for _, n := range d.tr.Networks() {
-		net := control.Network{Address: d.tr.LocalAddr().String()}
-		if !n.Peers {
-			net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Broadcast: n.Broadcast.String()}
-		}
-		net.State = "ignored"
-		for _, rt := range d.runtimes {
-			if rt.network == n {
-				rt.fillNetwork(&net)
-			}
-		}
-		st.Networks = append(st.Networks, net)
+	for _, rt := range d.runtimes {
+		st.Networks = append(st.Networks, rt.networkStatus())
 	}
 	ts := d.tr.Stats()
 	countPackets(st.Packets, ts.Received, true)
@@ -231,6 +232,9 @@ func (d *Daemon) snapshot() *control.Status {
 	if s.refusedAdmins > 0 {
 		st.Drops["refused admin-unprivileged"] = s.refusedAdmins
 	}
+	if s.extDropped > 0 {
+		st.Drops["bsd-compat version 2"] = s.extDropped
+	}
 	for _, rt := range d.runtimes {
 		for r, n := range rt.st.refused {
 			st.Drops["refused "+string(r)] += n
@@ -242,50 +246,81 @@ func (d *Daemon) snapshot() *control.Status {
 	return st
 }
 
-// fillStatus fills in this network's part of the status: the state, the
-// master, the slaves and the elections.
+// fillStatus fills in the top of the status from this network: the
+// state, the master, the slaves and the elections.
 func (rt *netRuntime) fillStatus(st *control.Status) {
-	d := rt.d
-	st.State = rt.m.State().String()
-	st.StateSince = rt.m.StateSince()
+	st.State = rt.state()
+	st.StateSince = rt.m().StateSince()
 	if !st.StateSince.IsZero() {
-		st.InStateSecs = d.clock.Now().Sub(st.StateSince).Seconds() // the machine's times are the clock's
+		st.InStateSecs = time.Since(st.StateSince).Seconds() // the Host's times are the kernel's (d.now)
 	}
 	st.Elections = rt.st.elections
 	st.LastElection = rt.st.lastElection.Seconds()
-	st.Master = rt.masterPeer()
-	if rt.m.State() == election.Master {
-		for _, sl := range rt.st.slaves {
-			st.Slaves = append(st.Slaves, *sl)
-		}
-		sort.Slice(st.Slaves, func(i, j int) bool { return st.Slaves[i].Name < st.Slaves[j].Name })
-	}
+	st.Master = rt.master()
+	st.Slaves = rt.slaves()
 }
 
-// fillNetwork fills in this network's entry of the list: its state,
-// master and slaves.
-func (rt *netRuntime) fillNetwork(net *control.Network) {
+// networkStatus is this network's entry in the status: where it is, and
+// the host's state, master and slaves there.
+func (rt *netRuntime) networkStatus() control.Network {
+	d, n := rt.d, rt.network
+	net := control.Network{Address: d.tr.LocalAddr().String()}
+	if !n.Peers {
+		net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Broadcast: n.Broadcast.String()}
+	}
 	net.Served = true
-	net.State = rt.m.State().String()
-	net.Master = rt.masterPeer()
-	if rt.m.State().IsMaster() {
-		net.Slaves = len(rt.st.slaves)
-	}
+	net.State = rt.state()
+	net.Master = rt.master()
+	net.Slaves = rt.slaves()
+	net.Slavenet = d.host.IsSlaveNet(rt.i)
+	return net
 }
 
-// masterPeer is the master this network's machine knows, or nil; this
-// host's own address when it is the master.
-func (rt *netRuntime) masterPeer() *control.Peer {
-	m, ok := rt.m.Master()
+// state is the host's election state on this network, or "ignore".
+func (rt *netRuntime) state() string {
+	if rt.d.host.Ignored(rt.i) {
+		return stateIgnore
+	}
+	return rt.d.host.State(rt.i).String()
+}
+
+// master is the master the host follows on this network, or itself where
+// it is master (at its address there); nil when it knows none.
+func (rt *netRuntime) master() *control.Peer {
+	m, ok := rt.d.host.Master(rt.i)
 	if !ok {
 		return nil
 	}
 	addr := m.Addr.String()
 	if m.Name == rt.d.hostname {
-		addr = rt.d.tr.LocalAddr().String()
+		addr = rt.ownAddr().String()
 	}
 	return &control.Peer{Name: m.Name, Address: addr}
 }
+
+// ownAddr is the daemon's address on this network: its address there and
+// the transport's port; in peers mode, the transport's bound address.
+func (rt *netRuntime) ownAddr() netip.AddrPort {
+	if rt.network.Peers {
+		return rt.d.tr.LocalAddr()
+	}
+	return netip.AddrPortFrom(rt.network.Addr, rt.d.tr.LocalAddr().Port())
+}
+
+// slaves are this network's slaves, with what the last rounds measured,
+// where the host is master; nil elsewhere.
+func (rt *netRuntime) slaves() []control.Slave {
+	if rt.d.host.State(rt.i) != election.Master || !rt.d.host.Running(rt.i) {
+		return nil
+	}
+	var out []control.Slave
+	for _, sl := range rt.st.slaves {
+		out = append(out, *sl)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 
 // countPackets adds per-type counts (TSP types or extension kinds) to the
 // status's rx or tx column.

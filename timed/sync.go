@@ -190,8 +190,8 @@ func (d *Daemon) syncFacts() *syncFacts {
 		f.freq = cs.FrequencyPPM
 	}
 	for _, rt := range d.runtimes {
-		n := netFacts{name: rt.network.String(), state: rt.m.State(), slaves: len(rt.st.slaves), round: rt.st.round}
-		if m, ok := rt.m.Master(); ok {
+		n := netFacts{name: rt.network.String(), state: d.host.State(rt.i), slaves: len(rt.st.slaves), round: rt.st.round}
+		if m, ok := d.host.Master(rt.i); ok {
 			n.master = m.Name
 		}
 		if !n.state.IsMaster() {
@@ -332,7 +332,7 @@ func (d *Daemon) sources(now time.Time) *control.Sources {
 	interval := d.cfg.Election.SyncInterval
 	for _, rt := range d.runtimes {
 		net := rt.network.String()
-		if rt.m.State().IsMaster() {
+		if d.host.State(rt.i).IsMaster() {
 			names := make([]string, 0, len(rt.st.slaves))
 			for name := range rt.st.slaves {
 				names = append(names, name)
@@ -343,7 +343,7 @@ func (d *Daemon) sources(now time.Time) *control.Sources {
 			}
 			continue
 		}
-		if m, ok := rt.m.Master(); ok && m.Name != d.hostname {
+		if m, ok := d.host.Master(rt.i); ok && m.Name != d.hostname {
 			out.Sources = append(out.Sources, d.masterSource(m, &rt.st.heard, net, now, interval))
 		}
 	}

@@ -271,7 +271,7 @@ func TestLoneDaemonStatus(t *testing.T) {
 		t.Errorf("sync %+v", st.Sync)
 	}
 	if len(st.Networks) != 1 || !st.Networks[0].Served || st.Networks[0].State != "master" || st.Networks[0].Master == nil ||
-		st.Networks[0].Master.Name != "here" || st.Networks[0].Slaves != 0 {
+		st.Networks[0].Master.Name != "here" || len(st.Networks[0].Slaves) != 0 {
 		t.Errorf("networks %+v", st.Networks)
 	}
 	r := d.handleControl(ctx, control.Request{Cmd: control.CmdSources})

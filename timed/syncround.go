@@ -41,11 +41,14 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	}
 	trusted := make([]bool, len(slaves))
 	for i, s := range slaves {
-		trusted[i] = rt.m.Trusted(s.Addr)
+		trusted[i] = rt.m().Trusted(s.Addr)
 	}
 	deadline := time.Now().Add(d.roundBudget())
-	dictate := rt.date.dictate > 0
-	if dictate {
+	// The master's clock is the truth of the round (BSD dictate) when the
+	// Host says so (a submaster, or a network other than the one whose
+	// rounds vote) and for a few rounds after a date change.
+	dictate := r.Dictate || rt.date.dictate > 0
+	if rt.date.dictate > 0 {
 		rt.date.dictate--
 	}
 	// Read on the loop: a SIGHUP reload replaces d.cfg while the round runs.
@@ -60,8 +63,8 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		for i, m := range res {
 			offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil}
 		}
-		// After a date change the master's clock is the truth for a few
-		// rounds (BSD dictate): the slaves follow it, no vote.
+		// Dictating, the slaves follow the master's clock: no vote, and
+		// Own stays 0.
 		if !dictate {
 			done.network = clocksync.NetworkTime(offsets, netOpt)
 		}
@@ -95,12 +98,15 @@ func networkOptions(cfg *config.Config) clocksync.NetworkOptions {
 	return clocksync.NetworkOptions{MaxSourceInfluence: b}
 }
 
-// syncFinished hands the corrections to the machine (which sends them)
-// and applies the master's own share to its clock.
+// syncFinished hands the corrections to the Host (whose machine sends
+// them) and applies the master's own share to its clock, if this network
+// still votes for it: a round that started voting, after which the host
+// came to follow a master elsewhere (or lost this network), leaves the
+// clock to that.
 func (rt *netRuntime) syncFinished(s syncDone) {
 	d := rt.d
 	rt.st.roundMeasured(s, time.Now(), d.methodOf)
-	d.metrics.roundMeasured(s)
+	d.metrics.roundMeasured(rt.label, s)
 	failed := 0
 	for i, m := range s.measured {
 		if m.Err != nil {
@@ -110,10 +116,11 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 	}
 	rt.log.WithFields(logrus.Fields{"round": s.result.Round, "slaves": len(s.slaves), "unmeasured": failed,
 		"network_offset": s.network.Offset, "kept": s.network.Kept}).Debug("sync round measured")
+	votes := d.host.Running(rt.i) && d.host.State(rt.i).IsMaster() && !d.host.Dictates(rt.i)
 	rt.step(s.result, time.Time{})
 	var own clocksync.Applied
 	var err error
-	if s.result.Own != 0 {
+	if s.result.Own != 0 && votes {
 		own, err = d.applyAdjust(s.result.Own, d.hostname)
 	}
 	d.st.basis = d.roundBasis(rt.st.round, own, err == nil && own.Action != clocksync.Refused)

@@ -122,7 +122,7 @@ func (d *Daemon) applyTrusted(hosts []string) error {
 
 // setTrusted gives every network's machine the list: trust is the host's.
 func (d *Daemon) setTrusted(addrs []netip.AddrPort) {
-	for _, rt := range d.runtimes {
-		rt.m.SetTrusted(addrs)
+	for i := range d.host.Nets() {
+		d.host.Machine(i).SetTrusted(addrs)
 	}
 }

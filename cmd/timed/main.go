@@ -69,9 +69,17 @@ As with BSD's -F, host names after -F are all trusted: timed -F a b c.`,
 		},
 	}
 	config.AddFlags(root.Flags())
+	// Hidden, for tests (deploy/README.md): BSD's daemon on the wire. Not
+	// a configuration key: no file or environment sets it.
+	root.Flags().Bool(bsdCompatFlag, false, "drop and never send version-2 datagrams, as BSD's timed (tests only)")
+	_ = root.Flags().MarkHidden(bsdCompatFlag)
 	root.AddCommand(configCmd(root))
 	return root
 }
+
+// bsdCompatFlag is the hidden flag that makes the daemon look like BSD's
+// on the wire (timed.Options.BSDCompat).
+const bsdCompatFlag = "bsd-compat"
 
 // load reads the configuration. Positional arguments are more trusted
 // hosts when -F was given (BSD's -F takes every following argument), and
@@ -95,7 +103,11 @@ func run(ctx context.Context, fs *pflag.FlagSet, args []string, cfg *config.Conf
 	if err != nil {
 		return err
 	}
-	d, err := timed.New(cfg, log, timed.Options{})
+	bsdCompat, err := fs.GetBool(bsdCompatFlag)
+	if err != nil {
+		return err
+	}
+	d, err := timed.New(cfg, log, timed.Options{BSDCompat: bsdCompat})
 	if err != nil {
 		return err
 	}

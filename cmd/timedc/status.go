@@ -210,23 +210,28 @@ func frequencyLine(y *control.Sync) string {
 	return line
 }
 
-// networkLine is one network: where, and this host's state there.
+// networkLine is one network: where, and this host's role there: its
+// state, the master it follows there, its slaves where it is master, and
+// "slavenet" on the one network its clock takes its time from.
 func networkLine(n control.Network) string {
 	where := "peers, listening on " + n.Address
 	if n.Interface != "" {
 		where = fmt.Sprintf("%s %s on %s, broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
 	}
-	switch {
-	case !n.Served && n.State == "":
-		return where // a daemon that does not say
-	case !n.Served:
-		return where + ": ignored (only the first network is served)"
-	case n.State == "master":
-		return fmt.Sprintf("%s: master of %d slaves", where, n.Slaves)
-	case n.Master != nil:
-		return fmt.Sprintf("%s: %s, master %s (%s)", where, n.State, n.Master.Name, n.Master.Address)
+	if n.State == "" {
+		return where // a daemon from before per-network roles
 	}
-	return where + ": " + n.State
+	r := where + ": " + n.State
+	switch {
+	case n.State == "master":
+		r += fmt.Sprintf(" of %d slaves", len(n.Slaves))
+	case n.Master != nil:
+		r += fmt.Sprintf(", master %s (%s)", n.Master.Name, n.Master.Address)
+	}
+	if n.Slavenet {
+		r += ", slavenet"
+	}
+	return r
 }
 
 // sourcesText is the sources as a table, chronyc's kind.

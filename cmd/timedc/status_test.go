@@ -86,7 +86,7 @@ func TestStatusLeadsWithSync(t *testing.T) {
 	master.Hostname, master.State, master.Master = "n1", "master", &control.Peer{Name: "n1"}
 	master.Sync = &control.Sync{State: control.Synchronised, Reason: "master on peers, whose last round 400ms ago measured 2 of 2 slaves",
 		OffsetSecs: f64(0.000003), ErrorBoundSecs: f64(0.00015), Basis: "round", BasisFrom: "n1", BasisAgeSecs: f64(0.4)}
-	master.Networks = []control.Network{{Address: "127.0.0.1:15251", Served: true, State: "master", Slaves: 2}}
+	master.Networks = []control.Network{{Address: "127.0.0.1:15251", Served: true, State: "master", Slaves: make([]control.Slave, 2)}}
 	text := statusText(&master)
 	for _, want := range []string{"n1 is master for 12.346s\n", "offset:          +0.003 ms ±0.150 ms from network time (estimated from this master's round 400ms ago)",
 		"peers, listening on 127.0.0.1:15251: master of 2 slaves", "unchanged since start"} {

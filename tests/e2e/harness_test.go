@@ -627,8 +627,9 @@ func formatCounts(m map[string]uint64) string {
 	return strings.Join(parts, ", ")
 }
 
-// reportMessages records how many packets the hosts sent.
-func (c *cluster) reportMessages(t *testing.T) {
-	byType, total := c.messages()
+// reportMessages records how many packets the named hosts (default: all)
+// sent.
+func (c *cluster) reportMessages(t *testing.T, names ...string) {
+	byType, total := c.messages(names...)
 	report(t, "messages sent", "%d (%s)", total, formatCounts(byType))
 }

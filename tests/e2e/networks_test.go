@@ -253,31 +253,21 @@ func (c *cluster) cutDrops(service, network string) (uint64, bool) {
 
 // ---- status per network ----
 
-// multiStatus is control.Status as issue 13 is expected to extend it: each
-// entry of "networks" also says the daemon's state, master and slaves on
+// multiStatus is control.Status with loops_detected as a pointer, so that
+// a status without it (a daemon from before issue 13) is told from 0.
+// Each entry of "networks" says the daemon's state, master and slaves on
 // that network and whether it is the slavenet (the one network a gateway
-// is a slave on); "loops_detected" counts the LOOP packets that came back
-// (a cycle of gateways). Today's daemon sends neither: the fields stay
-// empty and networkStates falls back to the one state it has.
+// is a slave on).
 type multiStatus struct {
 	control.Status
-	Networks      []multiNetwork `json:"networks"` // shadows control.Status.Networks
-	LoopsDetected *uint64        `json:"loops_detected,omitempty"`
-}
-
-type multiNetwork struct {
-	control.Network
-	State    string          `json:"state,omitempty"`
-	Master   *control.Peer   `json:"master,omitempty"`
-	Slaves   []control.Slave `json:"slaves,omitempty"`
-	Slavenet bool            `json:"slavenet,omitempty"`
+	LoopsDetected *uint64 `json:"loops_detected,omitempty"` // shadows control.Status.LoopsDetected
 }
 
 // netState is a daemon's role on one network.
 type netState struct {
 	Address string // the host's address there, as the daemon has it
-	// Served: the daemon has a role there; a network it lists without
-	// one has no State.
+	// Served: the daemon has a role there (a state); every network it
+	// lists has one.
 	Served   bool
 	State    string // "master", "slave", "candidate", …; BSD's "ignore" for a network a gateway leaves to another master
 	Master   string // the master it follows there
@@ -301,45 +291,19 @@ func (c *cluster) view(service string) (hostView, error) {
 }
 
 // networkStates is what the service's daemon says of each network it
-// lists, by the spec's names.
-//
-// THIS IS THE ONE PLACE TO ADAPT when the daemon reports per network
-// (issue 13). A status whose network entries carry a state of their own
-// (multiStatus: state, master, slavenet) is taken as it says. Today's
-// daemon runs one election for all its networks: it names the first it
-// lists as the one it serves, but the packets of the others go to that
-// one election too (timed's runtimeFor), so a host on two networks may
-// follow a master on either. Its one state is taken as its role on the
-// network its master is on (by the master's address), or, with no master
-// elsewhere, on the first network it lists; it has no role on the others.
+// lists, by the spec's names: the state, master and slavenet of each
+// entry of "networks" (the daemon runs one election per network, issue
+// 13). This is the one place that reads them.
 func (c *cluster) networkStates(service string, st *multiStatus) (map[string]netState, error) {
 	out := map[string]netState{}
-	home := ""
-	if len(st.Networks) > 0 {
-		home = c.networkOf(st.Networks[0].Address)
-	}
-	if st.Master != nil && st.Master.Name != st.Hostname {
-		if n := c.networkOf(st.Master.Address); n != "" {
-			home = n
-		}
-	}
 	for _, n := range st.Networks {
 		name := c.networkOf(n.Address)
 		if name == "" {
 			return nil, fmt.Errorf("%s lists network %s %s, on none of the site's subnets %v", service, n.Interface, n.Address, c.subnets)
 		}
-		ns := netState{Address: n.Address}
-		switch {
-		case n.State != "": // issue 13's per-network report
-			ns.Served, ns.State, ns.Slavenet = true, n.State, n.Slavenet
-			if n.Master != nil {
-				ns.Master = n.Master.Name
-			}
-		case name == home: // today: the one election's network
-			ns.Served, ns.State, ns.Slavenet = true, st.State, st.State == "slave"
-			if st.Master != nil {
-				ns.Master = st.Master.Name
-			}
+		ns := netState{Address: n.Address, Served: n.State != "", State: n.State, Slavenet: n.Slavenet}
+		if n.Master != nil {
+			ns.Master = n.Master.Name
 		}
 		out[name] = ns
 	}
@@ -365,6 +329,12 @@ func (s site) served(network string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// inUse are the hosts that serve network and do not ignore it: those whose
+// clocks the network's master keeps, and itself.
+func (s site) inUse(network string) []string {
+	return slices.DeleteFunc(s.served(network), func(n string) bool { return s[n].nets[network].State == "ignore" })
 }
 
 // oneMasterOn checks that exactly one of the hosts serving network is

@@ -80,6 +80,12 @@ func CheckStep(d time.Duration) error {
 
 // Status is what `timedc status` shows. Durations are in seconds (float)
 // so scripts need no Go duration parser.
+//
+// On several networks each entry of Networks has the daemon's state,
+// master and slaves there; the top-level State, Master, StateSince,
+// LastElection and Slaves are those of the network that stands for the
+// host: the one it is a slave on (its slavenet), else the first it is
+// master of, else the first. Elections counts those of every network.
 type Status struct {
 	// Sync is the clock's live state: synchronised or not, its offset
 	// from network time and how that is known. State, Master, StateSince,
@@ -108,22 +114,32 @@ type Status struct {
 	Packets        map[string]Counter `json:"packets"`
 	Drops          map[string]uint64  `json:"drops"`
 	UptimeSecs     float64            `json:"uptime_seconds"`
+	// LoopsDetected counts BSD's "loop detected" cases: a LOOP with our
+	// own name back from the master we follow (a cycle of gateways), or
+	// a LOOP from another master on a network we master.
+	LoopsDetected uint64 `json:"loops_detected"`
 }
 
 // Network is one network the daemon found: with Served, one it takes
-// part in, with its own election state and master (a host may be master
-// on some networks and slave on one, as BSD's).
+// part in, with its role there (a host may be master on some networks and
+// slave on one, as BSD's).
 type Network struct {
 	Interface string `json:"interface,omitempty"`
 	Address   string `json:"address"`
 	Prefix    string `json:"prefix,omitempty"`
 	Broadcast string `json:"broadcast,omitempty"`
 	Served    bool   `json:"served"`
-	// State is the election state on this network ("master", "slave", …),
-	// "ignored" where the daemon does not serve it.
-	State  string `json:"state"`
-	Master *Peer  `json:"master,omitempty"`
-	Slaves int    `json:"slaves"` // as master: how many it synchronises
+	// State is the daemon's election state on this network ("master",
+	// "slave", …), "ignore" where it leaves the network to a master it
+	// does not follow (BSD's IGNORE: another way into the same time), or
+	// "ignored" where it does not serve the network at all.
+	State string `json:"state,omitempty"`
+	// Master is the master it follows here, or itself where it is master.
+	Master *Peer   `json:"master,omitempty"`
+	Slaves []Slave `json:"slaves,omitempty"` // where it is master
+	// Slavenet: the one network the daemon is a slave on, whose master's
+	// corrections its clock takes.
+	Slavenet bool `json:"slavenet,omitempty"`
 }
 
 // Sync states (Sync.State). README, "Is it synchronised?", defines them.

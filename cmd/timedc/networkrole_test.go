@@ -1,0 +1,30 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/timed-project/timed/timed/control"
+)
+
+// TestNetworkLine: a network's line ends with the daemon's role there
+// (state, master, slaves, slavenet), and says nothing more for a daemon
+// that reports none.
+func TestNetworkLine(t *testing.T) {
+	a1 := &control.Peer{Name: "a1", Address: "10.0.0.1:525"}
+	const where = "peers, listening on 0.0.0.0:525"
+	for _, c := range []struct {
+		n    control.Network
+		want string
+	}{
+		{control.Network{}, where},
+		{control.Network{State: "slave", Master: a1, Slavenet: true}, where + ": slave, master a1 (10.0.0.1:525), slavenet"},
+		{control.Network{State: "master", Master: &control.Peer{Name: "gw"}, Slaves: make([]control.Slave, 2)}, where + ": master of 2 slaves"},
+		{control.Network{State: "ignore"}, where + ": ignore"},
+		{control.Network{State: "candidate"}, where + ": candidate"},
+	} {
+		c.n.Address = "0.0.0.0:525"
+		if got := networkLine(c.n); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
+		}
+	}
+}
