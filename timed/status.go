@@ -321,7 +321,6 @@ func (rt *netRuntime) slaves() []control.Slave {
 	return out
 }
 
-
 // countPackets adds per-type counts (TSP types or extension kinds) to the
 // status's rx or tx column.
 func countPackets[K interface {
