@@ -25,6 +25,7 @@ import (
 // Two far-off slaves on opposite sides keep the median of the master's
 // vote on the two clocks that agree.
 func TestMaxStepAlarm(t *testing.T) {
+	t.Parallel()
 	metricsAddr := freeTCPAddr(t)
 	c := newCluster(t, make([]time.Duration, 4), func(i int) []string {
 		switch i {

@@ -213,6 +213,7 @@ func durationTimeval(t *testing.T, d time.Duration) tsp.Timeval {
 // TEST from an unprivileged socket move no clock, turn nothing on and
 // start no election; a QUIT storm leaves the master in place.
 func TestAttackForgedPackets(t *testing.T) {
+	t.Parallel()
 	c := newAttackCluster(t)
 	a := newAttacker(t)
 	s1, s2 := c.slaves[0], c.slaves[1]
@@ -272,6 +273,7 @@ func TestAttackForgedPackets(t *testing.T) {
 // master's name from another address is suppressed, not followed: trust
 // binds to the address.
 func TestAttackForgedTrustedName(t *testing.T) {
+	t.Parallel()
 	c := newAttackCluster(t, "--trusted", "$PEERS") // host:port: each daemon, not its address's every port
 	a := newAttacker(t)
 	before := c.offsets()
@@ -299,6 +301,7 @@ func TestAttackForgedTrustedName(t *testing.T) {
 // TestAttackHostileName: a name holding terminal escapes is dropped at
 // decode and counted; timedc status never shows it.
 func TestAttackHostileName(t *testing.T) {
+	t.Parallel()
 	c := newAttackCluster(t)
 	a := newAttacker(t)
 	st := c.snapshot(c.master)

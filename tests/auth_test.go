@@ -27,6 +27,7 @@ func writeKeys(t *testing.T) string {
 // it reaches the election: the forged ADJTIME in the master's name moves
 // nothing and is counted as unsigned.
 func TestAuthRequired(t *testing.T) {
+	t.Parallel()
 	keys := writeKeys(t)
 	c := newAttackCluster(t, "--auth", "required", "--auth-keys", keys, "--state-dir", "$STATE")
 	a := newAttacker(t)
@@ -57,6 +58,7 @@ func TestAuthRequired(t *testing.T) {
 // address is an unsigned peer, and the clocks converge, wherever the
 // master ends up.
 func TestAuthOptionalAdmitsBSD(t *testing.T) {
+	t.Parallel()
 	keys := writeKeys(t)
 	c := newClusterPeers(t, make([]time.Duration, 3), func(i int, _ string) []string {
 		args := []string{"-M", "--clock", "sim:offset=0us,drift=0ppm"}

@@ -44,6 +44,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// The tests run in parallel, two at a time (-parallel defaults to the
+// two cores): each cluster spends most of its time waiting on its timers.
+// TestFlood alone stays sequential (it runs first, by itself), since it
+// loads the machine on purpose.
+
 // Timers for the integration tests: BSD's protocol scaled down so that an
 // election takes seconds. The bounds the tests wait for derive from these.
 const (

@@ -36,6 +36,7 @@ func oneAnswer(out string, v any) error {
 // unknown variable and bad values exits at once, non-zero, naming every
 // one of them.
 func TestConfigProblemsStopTheDaemon(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "timed.yaml")
 	if err := os.WriteFile(file, []byte("master: true\nsync-intervall: 10s\nfoo: bar\nport: many\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -73,6 +74,7 @@ func TestConfigProblemsStopTheDaemon(t *testing.T) {
 // TestTimedcDeadPortFailsAtOnce: the binary, against a loopback port
 // where nothing listens, says so well before any of its timeouts.
 func TestTimedcDeadPortFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +97,7 @@ func TestTimedcDeadPortFailsAtOnce(t *testing.T) {
 // TestControlSocketPermissionHint: timedc run by a user the control
 // socket refuses says who may use it, not "is timed running?".
 func TestControlSocketPermissionHint(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run timedc as nobody")
 	}

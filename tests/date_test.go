@@ -65,6 +65,7 @@ func listenReserved(t *testing.T) *net.UDPConn {
 // a slave it is forwarded to the master as SETDATEREQ, confirmed with
 // DATEACK, and moves the network again.
 func TestSetDateMovesTheNetwork(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, make([]time.Duration, 3), func(int) []string { return []string{"-M"} })
 	master := c.awaitOneMaster()
 	var slave *node

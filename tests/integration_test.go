@@ -21,6 +21,7 @@ var fiveOffsets = []time.Duration{-2 * time.Second, -700 * time.Millisecond, 0, 
 // TestOneMasterElected: five daemons that may all be master settle on
 // exactly one, and every other daemon follows it.
 func TestOneMasterElected(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, fiveOffsets, func(int) []string { return []string{"-M"} })
 	m := c.awaitOneMaster()
 	st, err := c.status(m)
@@ -43,6 +44,7 @@ func TestOneMasterElected(t *testing.T) {
 // not slew in a round. 20 ms (the TEMPO paper's figure) leaves a wide
 // margin; the e2e suite and `make bench` report the real figures.
 func TestClocksConverge(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, fiveOffsets, func(int) []string { return []string{"-M"} })
 	c.awaitOneMaster()
 	const bound = 20 * time.Millisecond
@@ -64,6 +66,7 @@ func TestClocksConverge(t *testing.T) {
 // elect a new one; the old master, restarted, comes back as a slave and
 // never as a second master.
 func TestMasterCrashAndReturn(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, fiveOffsets[:4], func(int) []string { return []string{"-M"} })
 	old := c.awaitOneMaster()
 	c.kill(old, syscall.SIGKILL)
@@ -89,6 +92,7 @@ func TestMasterCrashAndReturn(t *testing.T) {
 // TestNonMasterNeverMaster: daemons without -M stay slaves (or keep
 // polling) and follow the one that may be master.
 func TestNonMasterNeverMaster(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, fiveOffsets[:3], func(i int) []string {
 		if i == 1 {
 			return []string{"-M"}
@@ -102,6 +106,7 @@ func TestNonMasterNeverMaster(t *testing.T) {
 
 // TestTimedcCommands runs every timedc command against live daemons.
 func TestTimedcCommands(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, fiveOffsets[:3], func(int) []string { return []string{"-M"} })
 	m := c.awaitOneMaster()
 	var slave *node
@@ -190,6 +195,7 @@ func TestTimedcCommands(t *testing.T) {
 // TestSigtermStopsQuickly: SIGTERM stops a daemon within a second and
 // removes its control socket.
 func TestSigtermStopsQuickly(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, fiveOffsets[:1], func(int) []string { return []string{"-M"} })
 	n := c.nodes[0]
 	c.await("control socket up", 10*time.Second, func() (bool, string) {
@@ -211,6 +217,7 @@ func TestSigtermStopsQuickly(t *testing.T) {
 
 // TestBadConfiguration: start-up fails with one clear line naming the key.
 func TestBadConfiguration(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -239,6 +246,7 @@ func TestBadConfiguration(t *testing.T) {
 // capability and the option that avoids it. Run as nobody when we are
 // root, so the test means the same on every machine.
 func TestPrivilegeErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -267,6 +275,7 @@ func TestPrivilegeErrors(t *testing.T) {
 // named by Prometheus conventions, a network's with a network label (in
 // peers mode "peers"); without it, nothing listens.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	addr := freeTCPAddr(t)
 	c := newCluster(t, fiveOffsets[:2], func(i int) []string {
 		if i == 0 {

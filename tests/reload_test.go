@@ -13,6 +13,7 @@ import (
 // while running (log level, trusted hosts, tracing) and names what needs a
 // restart (here the log format) without stopping.
 func TestSighupReload(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "timed.yaml")
 	write := func(s string) {

@@ -116,6 +116,7 @@ func signedCorrection(b []byte) bool {
 // one master again, the slave following it, and no clock moved by more
 // than the restarts move them (restartHeld).
 func TestReplayAuthRequired(t *testing.T) {
+	t.Parallel()
 	raw := newRawLoopback(t) // first: fail before the cluster if it cannot be had
 	keys := writeKeys(t)
 	c := newAttackCluster(t, "--auth", "required", "--auth-keys", keys, "--state-dir", "$STATE")

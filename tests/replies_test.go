@@ -16,6 +16,7 @@ import (
 // it, to the master or to a slave, and the answer must be the table's,
 // with the seq echoed and, for MSITE, the master's name.
 func TestReplyTableLive(t *testing.T) {
+	t.Parallel()
 	c := newAttackCluster(t)
 	conn := listenReserved(t)
 	defer conn.Close()

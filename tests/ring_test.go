@@ -18,6 +18,7 @@ import (
 // paper's bound. The clocks start together (offset 0), so the
 // synchronous algorithms' rounds line up from the first election.
 func TestRingElectEveryAlgorithm(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, make([]time.Duration, 5), func(int) []string { return []string{"-M"} })
 	coordinator := "127.0.0.1:" + strconv.Itoa(c.nodes[0].port)
 	c.await("control sockets up", 10*time.Second, func() (bool, string) {

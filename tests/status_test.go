@@ -19,6 +19,7 @@ import (
 // kept in the network time; each slave lists its master. The master keeps
 // a drift file, which it writes when it stops.
 func TestStatusAndSources(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	drift := func(i int) string { return filepath.Join(dir, fmt.Sprintf("drift%d", i+1)) }
 	c := newCluster(t, fiveOffsets[:3], func(i int) []string { return []string{"-M", "--drift-file", drift(i)} })

@@ -14,6 +14,7 @@ import (
 // every other line is the shipped one. `make test` installs
 // systemd-analyze where it is missing.
 func TestSystemdUnitVerifies(t *testing.T) {
+	t.Parallel()
 	tool, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Fatalf("systemd-analyze not found (make tools installs it): %v", err)
