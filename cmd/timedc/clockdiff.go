@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/tsp"
 )
 
 // clockdiff measures each host's clock against this host's, as BSD's
@@ -60,7 +63,14 @@ func clockdiff(ctx context.Context, o *options, clock clocksync.Clock, probe *cl
 	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	method := "probe"
-	m, err := probe.Measure(pctx, addr)
+	var m clocksync.Measurement
+	if err = o.timedListens(pctx, ua, wait); errors.Is(err, errNoTimed) {
+		// Nothing listens there: the probe would wait its whole time for
+		// nothing; the kernel may still answer ICMP timestamps.
+		err = fmt.Errorf("%w: no timed to probe", err)
+	} else {
+		m, err = probe.Measure(pctx, addr)
+	}
 	if err != nil {
 		mctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
@@ -96,4 +106,20 @@ func describeOffset(host string, off, bound time.Duration, method string) string
 	default:
 		return fmt.Sprintf("%s is %s behind (±%s, %s)", host, ms(-off), ms(bound), method)
 	}
+}
+
+// timedListens asks host with MSITE on a connected socket, for at most
+// half a second: a port-unreachable answer (errNoTimed) says at once that
+// no timed listens there. Any other outcome, an answer or none (a daemon
+// without a master does not answer MSITE), is not an error here.
+func (o *options) timedListens(ctx context.Context, ua *net.UDPAddr, wait time.Duration) error {
+	b, err := (&tsp.Packet{Type: tsp.MSite, Version: tsp.Version, Name: ownName()}).Marshal()
+	if err != nil {
+		return err
+	}
+	err = o.roundTrip(ctx, ua, b, min(wait, 500*time.Millisecond), func([]byte) bool { return true })
+	if errors.Is(err, errNoTimed) {
+		return err
+	}
+	return nil
 }

@@ -193,3 +193,23 @@ func TestOneJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// TestClockdiffDeadPortGoesToICMP: where no timed listens, clockdiff does
+// not wait out the probe: it goes to ICMP timestamps at once (which the
+// kernel answers, as for a BSD host without timed), or, without the raw
+// socket ICMP needs, fails at once saying that no timed listens there.
+func TestClockdiffDeadPortGoesToICMP(t *testing.T) {
+	dead := deadPort(t)
+	start := time.Now()
+	out, err := run(t, "--json", "clockdiff", dead)
+	took := time.Since(start)
+	switch {
+	case err == nil && strings.Contains(out, `"method": "icmp"`):
+	case err != nil && strings.Contains(err.Error(), "port unreachable"):
+	default:
+		t.Fatalf("clockdiff to a dead port: %v: %s", err, out)
+	}
+	if took > fastFailure {
+		t.Errorf("clockdiff to a dead port took %v, want under %v", took, fastFailure)
+	}
+}

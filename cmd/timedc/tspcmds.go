@@ -119,12 +119,16 @@ func (o *options) roundTrip(ctx context.Context, addr *net.UDPAddr, b []byte, wa
 	}
 }
 
+// errNoTimed: the host answered with ICMP port unreachable, so no timed
+// listens on that port.
+var errNoTimed = errors.New("port unreachable")
+
 // unreachable says what an error on the connected socket means: the
 // ICMP error the host or a router sent back, if that is what it is.
 func unreachable(addr *net.UDPAddr, err error) error {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("no timed at %v (port unreachable)", addr)
+		return fmt.Errorf("no timed at %v (%w)", addr, errNoTimed)
 	case errors.Is(err, syscall.EHOSTUNREACH):
 		return fmt.Errorf("%v is unreachable (host unreachable)", addr)
 	case errors.Is(err, syscall.ENETUNREACH):
