@@ -17,7 +17,9 @@ func (d *Daemon) receiveExt(r udp.Received) {
 	case tsp.ExtProbe:
 		reply, err := d.respond.Reply(dg)
 		if err != nil {
-			d.log.WithError(err).WithField("from", r.From.String()).Debug("bad probe")
+			if e := d.peerLog("bad probe", r.From); e != nil {
+				e.WithError(err).Debug("bad probe")
+			}
 			return
 		}
 		if err := d.tr.SendExt(&reply, r.From); err != nil {
@@ -29,6 +31,8 @@ func (d *Daemon) receiveExt(r udp.Received) {
 	case tsp.ExtRing, tsp.ExtRingCtl:
 		d.ring.Receive(r.From, *r.Ext)
 	default:
-		d.log.WithField("kind", r.Ext.Kind.String()).WithField("from", r.From.String()).Debug("dropped: extension not served")
+		if e := d.peerLog("dropped: extension not served", r.From); e != nil {
+			e.WithField("kind", r.Ext.Kind.String()).Debug("dropped: extension not served")
+		}
 	}
 }

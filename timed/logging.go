@@ -3,10 +3,12 @@ package timed
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/timed-project/timed/internal/limit"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,4 +64,17 @@ func (d *Daemon) flushLogs() {
 		d.netLog.Flush(now, logrus.InfoLevel)
 		d.flushLogs()
 	})
+}
+
+// peerLog is the entry for a line about a packet from a peer, or nil when
+// the rate limit suppresses it: anyone can send packets at any rate, and
+// a line per packet would let them fill the disk. One line per message
+// and source a minute; the count suppressed comes with the next one or the
+// minute's flush.
+func (d *Daemon) peerLog(msg string, from netip.AddrPort) *logrus.Entry {
+	e := d.refusedLog.Entry(limit.Key{Msg: msg, Source: from.Addr()}, time.Now())
+	if e == nil {
+		return nil
+	}
+	return e.WithField("from", from.String())
 }

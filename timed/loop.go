@@ -287,7 +287,9 @@ func (d *Daemon) receive(r udp.Received) {
 	}
 	if !p.Type.Known() {
 		d.st.dropUnknownType()
-		log.WithField("packet", p.Format(r.From.String())).Debug("dropped: unknown type")
+		if e := d.peerLog("dropped: unknown type", r.From); e != nil {
+			e.WithField("packet", p.Format(r.From.String())).Debug("dropped: unknown type")
+		}
 		return
 	}
 	switch p.Type {
@@ -318,7 +320,9 @@ func (d *Daemon) receive(r udp.Received) {
 	if rt == nil {
 		// The transport delivers only the types above from no served
 		// network; anything else has no network to go to.
-		log.WithField("packet", p.Format(r.From.String())).Debug("dropped: from no served network")
+		if e := d.peerLog("dropped: from no served network", r.From); e != nil {
+			e.WithField("packet", p.Format(r.From.String())).Debug("dropped: from no served network")
+		}
 		return
 	}
 	switch p.Type {
