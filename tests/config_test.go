@@ -99,7 +99,7 @@ func TestTimedcDeadPortFailsAtOnce(t *testing.T) {
 func TestControlSocketPermissionHint(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run timedc as nobody")
+		t.Fatal("needs root, to run timedc as nobody: the tests run as root (make test, CI)")
 	}
 	dir, err := os.MkdirTemp("", "timedc-perm")
 	if err != nil {

@@ -72,7 +72,7 @@ func TestDeadPortFailsAtOnce(t *testing.T) {
 // back, election says it was sent and nothing more.
 func TestElectionSentIsNotAnswered(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("election sends from a reserved port: needs root")
+		t.Fatal("election sends from a reserved port, which needs root: the tests run as root (make test, CI)")
 	}
 	addr, _ := fakeDaemon(t)
 	out, err := run(t, "--json", "election", addr)
@@ -94,7 +94,7 @@ func TestElectionSentIsNotAnswered(t *testing.T) {
 // directory on the way to it) and what to do, for the access refused.
 func TestPermissionHint(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to give files to other owners")
+		t.Fatal("needs root to give files to other owners: the tests run as root (make test, CI)")
 	}
 	dir := t.TempDir()
 	f := filepath.Join(dir, "timed.sock")
