@@ -24,8 +24,9 @@ const (
 	localAddrsTTL = 10 * time.Second // how long the host's address list is trusted
 )
 
-// adminSources caches this host's addresses.
-type adminSources struct {
+// localAddrs caches this host's addresses: who may send admin packets,
+// and which peer entry is this daemon (ring.go).
+type localAddrs struct {
 	addrs  map[netip.Addr]bool
 	readAt time.Time
 }
@@ -33,7 +34,7 @@ type adminSources struct {
 // isLocal: a is loopback or one of this host's interface addresses. The
 // list is read again at most every localAddrsTTL, so a flood of admin
 // packets does not become a flood of netlink dumps.
-func (s *adminSources) isLocal(a netip.Addr, now time.Time) bool {
+func (s *localAddrs) isLocal(a netip.Addr, now time.Time) bool {
 	a = a.Unmap()
 	if a.IsLoopback() {
 		return true
@@ -55,7 +56,7 @@ func (s *adminSources) isLocal(a netip.Addr, now time.Time) bool {
 
 // adminAllowed decides whether an admin packet from the network is obeyed.
 func (d *Daemon) adminAllowed(p tsp.Packet, from netip.AddrPort) bool {
-	if from.Port() < reservedPorts && d.admins.isLocal(from.Addr(), time.Now()) {
+	if from.Port() < reservedPorts && d.local.isLocal(from.Addr(), time.Now()) {
 		return true
 	}
 	d.st.refusedAdmin()

@@ -65,7 +65,7 @@ type Daemon struct {
 	ring      *live.Runner              // live ring elections (ring.go); owned by the loop
 	quit      context.CancelFunc        // ends Run (control socket's quit)
 	trustGen  uint64                    // the -F list in force; older retries stop
-	admins    adminSources              // who may send admin packets (admin.go)
+	local     localAddrs                // this host's addresses (admin.go): admin packets, our peer entry
 	stateLock *os.File                  // the state directory's lock (auth.go), held until closeResources
 	dates     dateForwards              // date requests sent up to the master (date.go)
 	// bsdCompat (--bsd-compat, tests only): behave as a BSD daemon on the

@@ -2,7 +2,6 @@ package timed
 
 import (
 	"errors"
-	"net"
 	"net/netip"
 	"time"
 
@@ -57,16 +56,8 @@ func (d *Daemon) ownAddr() netip.AddrPort {
 	if len(peers) == 0 {
 		return netip.AddrPortFrom(d.runtimes[0].network.Addr, port)
 	}
-	local := map[netip.Addr]bool{}
-	if ifaddrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range ifaddrs {
-			if p, err := netip.ParsePrefix(a.String()); err == nil {
-				local[p.Addr().Unmap()] = true
-			}
-		}
-	}
 	for _, p := range peers {
-		if p.Port() == port && (local[p.Addr()] || p.Addr().IsLoopback()) {
+		if p.Port() == port && d.local.isLocal(p.Addr(), time.Now()) {
 			return p
 		}
 	}

@@ -517,7 +517,7 @@ func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, 
 			b = p // a signer's trailer, which an unauthenticated receiver ignores
 		}
 	} else {
-		p, res, err := t.verifier.Check(r.From, b, time.Now())
+		p, res, err := t.verifier.Check(r.From, b, now)
 		if res == auth.Bad {
 			t.stats.dropped[DropAuth].Add(1)
 			t.stats.auth[auth.ReasonOf(err)].Add(1)
