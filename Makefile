@@ -35,7 +35,10 @@ demo: build
 test: summary-start tools fmt-check vet staticcheck unit deb-test e2e-if-docker summary
 
 ## check: the quick loop: formatting, vet, staticcheck and the unit and
-## integration tests (race), without the .deb and the docker e2e suite
+## integration tests (race, -short: the flood and the larger simulations
+## run shorter), without the .deb and the docker e2e suite
+check: UNIT_FLAGS = -short
+check: UNIT_LABEL = (race, -short)
 check: summary-start fmt-check vet staticcheck unit summary
 
 # Each stage's go test output goes through testsummary, which prints what
@@ -68,9 +71,14 @@ vet:
 staticcheck:
 	$(GO) run $(STATICCHECK) $(PKGS)
 
+# make check runs the unit stage with -short: the tests that scale with
+# time or seeds (the flood, the replay model, the larger simulations) run
+# shorter there, and in full under make test.
+UNIT_FLAGS ?=
+UNIT_LABEL ?= (race)
 unit:
 	@mkdir -p $(BUILD)
-	$(GO) test -race -count=1 -json $(PKGS) 2>&1 | $(TESTSUM) -label "unit and integration tests (race)"
+	$(GO) test -race -count=1 $(UNIT_FLAGS) -json $(PKGS) 2>&1 | $(TESTSUM) -label "unit and integration tests $(UNIT_LABEL)"
 
 ## e2e: the end-to-end suite (tests/e2e, build tag e2e): the image FROM
 ## scratch with bin/timed and bin/timedc, one docker-compose network per

@@ -45,8 +45,12 @@ func plainBin(t *testing.T, name string) string {
 // out timedc status, left two masters for 4 s and wrote 13 MB of log in
 // 30 s; cmd/bench-flood measures the figures, this test holds the bounds.
 const (
-	floodRate   = 10000 // datagrams a second
-	floodFor    = 10 * time.Second
+	floodRate = 10000 // datagrams a second
+	floodFor  = 10 * time.Second
+	// floodShort is the flood under -short (make check's quick loop):
+	// long enough for three samples of one master and a prompt status,
+	// and for the limiter's buckets to be emptied and refilled.
+	floodShort  = 3 * time.Second
 	floodRSS    = 64 << 20 // the master's peak resident memory (VmHWM)
 	floodLog    = 1 << 20  // what the master may log during the flood, at info level
 	statusBound = 2 * time.Second
@@ -64,7 +68,7 @@ type floodCase struct {
 }
 
 // TestFlood floods the master of three daemons with 10,000 datagrams a
-// second for 10 s, half random bytes, half well-formed ACCEPT, QUIT,
+// second for 10 s (3 s under -short), half random bytes, half well-formed ACCEPT, QUIT,
 // ELECTION, CONFLICT, SLAVEUP and MASTERREQ under made-up names and
 // sequence numbers, and asserts that every second of it there is one
 // master and status answers within 2 s; and that afterwards no clock
@@ -94,6 +98,10 @@ func TestFlood(t *testing.T) {
 }
 
 func testFlood(t *testing.T, fc floodCase) {
+	dur := floodFor
+	if testing.Short() {
+		dur = floodShort
+	}
 	// Without frequency discipline: with the tests' 1 s rounds it turns
 	// 100 µs of a loaded machine's noise into 100 ppm, which every clock
 	// then shares (nothing outside the network corrects it), 1 ms in the
@@ -111,7 +119,7 @@ func testFlood(t *testing.T, fc floodCase) {
 	elections := c.slaveElections()
 	logBefore := c.master.logLen()
 
-	ctx, cancel := context.WithTimeout(context.Background(), floodFor+5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Second)
 	defer cancel()
 	type sent struct {
 		r   flood.Result
@@ -121,7 +129,7 @@ func testFlood(t *testing.T, fc floodCase) {
 	mix := flood.NewMix(1, 50, flood.Election...)
 	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(c.master.port))
 	go func() {
-		r, err := flood.Send(ctx, conns, to, floodRate, floodFor, mix.Next)
+		r, err := flood.Send(ctx, conns, to, floodRate, dur, mix.Next)
 		done <- sent{r, err}
 	}()
 	tick := time.NewTicker(floodSample)
@@ -142,7 +150,7 @@ func testFlood(t *testing.T, fc floodCase) {
 	}
 	t.Logf("sent %d datagrams (%d failed) in %v: %.0f/s from %d source(s) on %v", res.r.Sent, res.r.Errors,
 		res.r.Elapsed.Round(time.Millisecond), res.r.Rate(), fc.sources, fc.from)
-	if want := floodRate * int(floodFor/time.Second) / 2; res.r.Sent < want {
+	if want := floodRate * int(dur/time.Second) / 2; res.r.Sent < want {
 		t.Fatalf("only %d datagrams sent, want at least %d: the machine was too slow to flood", res.r.Sent, want)
 	}
 
