@@ -1,0 +1,243 @@
+package clocksync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// simSlaves is a network of simulated slaves for a master's ProbeClient:
+// a probe to a live slave is answered by its responder, rtt/2 each way
+// (on timers, so virtual time under synctest); a dead slave's probes
+// vanish. sent counts the probes.
+type simSlaves struct {
+	client *ProbeClient
+	rtt    time.Duration
+	live   map[netip.AddrPort]*ProbeResponder
+	sent   atomic.Int64
+}
+
+var simMaster = netip.MustParseAddrPort("10.0.0.1:525")
+
+// slaveAddr is slave i's address: 10.1.x.y.
+func slaveAddr(i int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 525)
+}
+
+// newSimSlaves makes n slaves, slave i with its clock i µs ahead; dead(i)
+// says which do not answer. The client has the probe's defaults.
+func newSimSlaves(n int, rtt time.Duration, dead func(int) bool) (*simSlaves, []netip.AddrPort) {
+	src := NewMonotonicSource()
+	s := &simSlaves{rtt: rtt, live: map[netip.AddrPort]*ProbeResponder{}}
+	hosts := make([]netip.AddrPort, n)
+	for i := range n {
+		hosts[i] = slaveAddr(i)
+		if !dead(i) {
+			s.live[hosts[i]] = NewProbeResponder(NewSimClock(src, SimConfig{Offset: time.Duration(i) * time.Microsecond}), "s")
+		}
+	}
+	s.client = NewProbeClient(s, NewSimClock(src, SimConfig{}), "master", ProbeConfig{})
+	return s, hosts
+}
+
+func (s *simSlaves) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error {
+	s.sent.Add(1)
+	r := s.live[to]
+	if r == nil {
+		return nil // stopped: the probe is lost
+	}
+	time.AfterFunc(s.rtt/2, func() {
+		rep, err := r.Reply(Datagram{Packet: p, From: simMaster})
+		if err != nil {
+			return
+		}
+		time.AfterFunc(s.rtt/2, func() { s.client.Deliver(Datagram{Packet: rep, From: to}) })
+	})
+	return nil
+}
+
+// The issue's case: 300 slaves, every other one stopped, in the fast
+// profile's round (2 s of a 4 s sync interval), in virtual time. Under
+// the old schedule (128 slots, each dead slave holding one for the
+// probe's 24 waits, 2.4 s) the round ended with slaves unmeasured. Now
+// every live slave is measured, each within its error bound, in the
+// first round (nobody has answered yet) and in the next (those that
+// answered go first); each dead one is given up after DeadAfter, and the
+// round ends well within its budget.
+func TestMeasureRoundHalfDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n, budget = 300, 2 * time.Second
+		dead := func(i int) bool { return i%2 == 1 }
+		net, addrs := newSimSlaves(n, 200*time.Microsecond, dead)
+		// The old schedule in the same network, as the anchor: each host
+		// may take the whole round, 128 at once; 128 dead slaves hold all
+		// the slots past the round's end, and the live ones after them are
+		// never started.
+		old := MeasureAll(context.Background(), net.client, addrs, time.Now().Add(budget), 128)
+		oldMeasured := 0
+		for _, r := range old {
+			if r.Err == nil {
+				oldMeasured++
+			}
+		}
+		if oldMeasured >= n/2 {
+			t.Fatalf("the old schedule measured all %d live slaves: the test does not show the starvation", oldMeasured)
+		}
+		t.Logf("old schedule (128 slots held through timeouts): %d of %d live slaves measured", oldMeasured, n/2)
+		answered := make([]bool, n)
+		for round := range 2 {
+			hosts := make([]RoundHost, 0, n)
+			for i, a := range addrs { // those that answered first, as the daemon orders them
+				if answered[i] {
+					hosts = append(hosts, RoundHost{Addr: a, Answered: true})
+				}
+			}
+			for i, a := range addrs {
+				if !answered[i] {
+					hosts = append(hosts, RoundHost{Addr: a})
+				}
+			}
+			start := time.Now()
+			res := MeasureRound(context.Background(), net.client, hosts, RoundOptions{Deadline: start.Add(budget)})
+			took := time.Since(start)
+			// Virtual time: every dead slave ran its DeadAfter, started
+			// within the first n·StartInterval; nothing else waits.
+			if limit := time.Duration(n)*DefaultStartInterval + DefaultDeadAfter + 10*time.Millisecond; took > limit {
+				t.Fatalf("round %d took %v, more than %v (budget %v)", round, took, limit, budget)
+			}
+			measured := 0
+			for _, r := range res {
+				i := int(r.Host.Addr().As4()[2])<<8 | int(r.Host.Addr().As4()[3])
+				if dead(i) {
+					if !errors.Is(r.Err, ErrNoReply) || !errors.Is(r.Err, context.DeadlineExceeded) {
+						t.Fatalf("round %d: dead slave %d: %v, want no reply after its deadline", round, i, r.Err)
+					}
+					continue
+				}
+				if r.Err != nil {
+					t.Fatalf("round %d: live slave %d not measured: %v", round, i, r.Err)
+				}
+				if d := absDur(r.Offset - time.Duration(i)*time.Microsecond); d > r.ErrorBound+time.Microsecond {
+					t.Fatalf("round %d: slave %d: offset %v, bound %v", round, i, r.Offset, r.ErrorBound)
+				}
+				answered[i] = true
+				measured++
+			}
+			if measured != n/2 {
+				t.Fatalf("round %d: %d live slaves measured, want %d", round, measured, n/2)
+			}
+			t.Logf("round %d: %d of %d measured, %d dead given up, in %v of virtual time (budget %v)", round, measured, n, n-measured, took, budget)
+		}
+	})
+}
+
+// However many hosts are dead, a host that answered is measured: 1,000
+// dead hosts first in the list, with MaxInFlight 100, do not keep the
+// live one after them from its measurement, and a round too short for
+// StartInterval still starts every host in its first half.
+func TestMeasureRoundDeadFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1001
+		net, addrs := newSimSlaves(n, time.Millisecond, func(i int) bool { return i < n-1 })
+		hosts := make([]RoundHost, n)
+		for i, a := range addrs {
+			hosts[i] = RoundHost{Addr: a}
+		}
+		start := time.Now()
+		res := MeasureRound(context.Background(), net.client, hosts, RoundOptions{
+			Deadline: start.Add(3 * time.Second), DeadAfter: 200 * time.Millisecond, StartInterval: 5 * time.Millisecond, MaxInFlight: 100})
+		if r := res[n-1]; r.Err != nil {
+			t.Fatalf("the live host after %d dead ones: %v", n-1, r.Err)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Fatalf("round took %v, past its deadline", took)
+		}
+		for _, r := range res[:n-1] {
+			if !errors.Is(r.Err, ErrNoReply) {
+				t.Fatalf("dead host %v: %v", r.Host, r.Err)
+			}
+		}
+	})
+}
+
+// A host that answered last round is not cut at DeadAfter: a slow one
+// (its replies take 150 ms) gets both its replies, where one not known to
+// answer is cut at DeadAfter with the one reply it had by then.
+func TestMeasureRoundAnsweredGetsTheRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, addrs := newSimSlaves(2, 150*time.Millisecond, func(int) bool { return false })
+		net.client = NewProbeClient(net, NewSimClock(NewMonotonicSource(), SimConfig{}), "master", ProbeConfig{Replies: 2, Wait: time.Second})
+		res := MeasureRound(context.Background(), net.client,
+			[]RoundHost{{Addr: addrs[0], Answered: true}, {Addr: addrs[1]}},
+			RoundOptions{Deadline: time.Now().Add(2 * time.Second), DeadAfter: 200 * time.Millisecond})
+		if res[0].Err != nil || res[0].Samples != 2 {
+			t.Fatalf("answered host: %+v", res[0])
+		}
+		if res[1].Err != nil || res[1].Samples != 1 || res[1].Sent != 2 {
+			t.Fatalf("host not known to answer: %+v, want cut after 200ms with 1 reply of 2 probes", res[1])
+		}
+	})
+}
+
+// BenchmarkMeasureRound2000 is the issue's scale figure: one master's
+// round over 2,000 simulated slaves (one-way delay 50 µs, real time),
+// all live and half dead, with the memory the round takes per slave
+// (bytes allocated per round / slaves). Anchor: the old schedule, 128
+// slots with each dead slave holding one for 2.4 s, needs ⌈1000/128⌉ ×
+// 2.4 s ≈ 19 s for the half-dead round (the issue: 300 slaves, 150 dead,
+// none measured for 3 rounds); the goal is under 1 s.
+func BenchmarkMeasureRound2000(b *testing.B) {
+	const n = 2000
+	for _, deadFrac := range []int{0, 2} {
+		name := "all-live"
+		dead := func(int) bool { return false }
+		if deadFrac > 0 {
+			name = "half-dead"
+			dead = func(i int) bool { return i%deadFrac == 1 }
+		}
+		b.Run(name, func(b *testing.B) {
+			net, addrs := newSimSlaves(n, 100*time.Microsecond, dead)
+			hosts := make([]RoundHost, n)
+			for i, a := range addrs {
+				hosts[i] = RoundHost{Addr: a, Answered: !dead(i)}
+			}
+			var ms0, ms1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms0)
+			var worst time.Duration
+			missed := 0
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				res := MeasureRound(context.Background(), net.client, hosts, RoundOptions{Deadline: start.Add(3 * time.Second)})
+				worst = max(worst, time.Since(start))
+				for i, r := range res {
+					if (r.Err == nil) == dead(i) {
+						missed++
+					}
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&ms1)
+			rounds := float64(b.N)
+			perSlave := float64(ms1.TotalAlloc-ms0.TotalAlloc) / rounds / n
+			msRound := float64(b.Elapsed().Microseconds()) / 1e3 / rounds
+			b.ReportMetric(msRound, "ms/round")
+			b.ReportMetric(perSlave, "bytes/slave")
+			b.ReportMetric(float64(net.sent.Load())/rounds/n, "probes/slave")
+			if missed > 0 {
+				b.Fatalf("%d live slaves unmeasured or dead ones measured", missed)
+			}
+			b.Log(fmt.Sprintf("| %d slaves, %-9s | %7.1f ms/round (worst %v) | %6.0f bytes/slave | anchor: 128 slots, 2.4 s per dead slave (≈19 s half-dead); goal < 1000 ms |",
+				n, name, msRound, worst.Round(time.Millisecond), perSlave))
+		})
+	}
+}
