@@ -1,4 +1,4 @@
-package clocksync
+package clocksync_test
 
 import (
 	"context"
@@ -6,24 +6,13 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/clocksync/probesim"
 )
-
-// simSlaves is a network of simulated slaves for a master's ProbeClient:
-// a probe to a live slave is answered by its responder, rtt/2 each way
-// (on timers, so virtual time under synctest); a dead slave's probes
-// vanish. sent counts the probes.
-type simSlaves struct {
-	client *ProbeClient
-	rtt    time.Duration
-	live   map[netip.AddrPort]*ProbeResponder
-	sent   atomic.Int64
-}
 
 var simMaster = netip.MustParseAddrPort("10.0.0.1:525")
 
@@ -32,36 +21,20 @@ func slaveAddr(i int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 525)
 }
 
-// newSimSlaves makes n slaves, slave i with its clock i µs ahead; dead(i)
-// says which do not answer. The client has the probe's defaults.
-func newSimSlaves(n int, rtt time.Duration, dead func(int) bool) (*simSlaves, []netip.AddrPort) {
-	src := NewMonotonicSource()
-	s := &simSlaves{rtt: rtt, live: map[netip.AddrPort]*ProbeResponder{}}
+// newSimSlaves makes n slaves on a simulated network, rtt apart from the
+// master, slave i with its clock i µs ahead; dead(i) says which do not
+// answer. The client has the probe's defaults.
+func newSimSlaves(n int, rtt time.Duration, dead func(int) bool) (*probesim.Net, []netip.AddrPort) {
+	src := clocksync.NewMonotonicSource()
+	net := probesim.New(simMaster, clocksync.NewSimClock(src, clocksync.SimConfig{}), clocksync.ProbeConfig{}, rtt/2)
 	hosts := make([]netip.AddrPort, n)
 	for i := range n {
 		hosts[i] = slaveAddr(i)
 		if !dead(i) {
-			s.live[hosts[i]] = NewProbeResponder(NewSimClock(src, SimConfig{Offset: time.Duration(i) * time.Microsecond}), "s")
+			net.Start(hosts[i], clocksync.NewProbeResponder(clocksync.NewSimClock(src, clocksync.SimConfig{Offset: time.Duration(i) * time.Microsecond}), "s"))
 		}
 	}
-	s.client = NewProbeClient(s, NewSimClock(src, SimConfig{}), "master", ProbeConfig{})
-	return s, hosts
-}
-
-func (s *simSlaves) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error {
-	s.sent.Add(1)
-	r := s.live[to]
-	if r == nil {
-		return nil // stopped: the probe is lost
-	}
-	time.AfterFunc(s.rtt/2, func() {
-		rep, err := r.Reply(Datagram{Packet: p, From: simMaster})
-		if err != nil {
-			return
-		}
-		time.AfterFunc(s.rtt/2, func() { s.client.Deliver(Datagram{Packet: rep, From: to}) })
-	})
-	return nil
+	return net, hosts
 }
 
 // The case: 300 slaves, every other one stopped, in the fast
@@ -81,7 +54,7 @@ func TestMeasureRoundHalfDead(t *testing.T) {
 		// may take the whole round, 128 at once; 128 dead slaves hold all
 		// the slots past the round's end, and the live ones after them are
 		// never started.
-		old := MeasureAll(context.Background(), net.client, addrs, time.Now().Add(budget), 128)
+		old := clocksync.MeasureAll(context.Background(), net.Client, addrs, time.Now().Add(budget), 128)
 		oldMeasured := 0
 		for _, r := range old {
 			if r.Err == nil {
@@ -94,30 +67,30 @@ func TestMeasureRoundHalfDead(t *testing.T) {
 		t.Logf("old schedule (128 slots held through timeouts): %d of %d live slaves measured", oldMeasured, n/2)
 		answered := make([]bool, n)
 		for round := range 2 {
-			hosts := make([]RoundHost, 0, n)
+			hosts := make([]clocksync.RoundHost, 0, n)
 			for i, a := range addrs { // those that answered first, as the daemon orders them
 				if answered[i] {
-					hosts = append(hosts, RoundHost{Addr: a, Answered: true})
+					hosts = append(hosts, clocksync.RoundHost{Addr: a, Answered: true})
 				}
 			}
 			for i, a := range addrs {
 				if !answered[i] {
-					hosts = append(hosts, RoundHost{Addr: a})
+					hosts = append(hosts, clocksync.RoundHost{Addr: a})
 				}
 			}
 			start := time.Now()
-			res := MeasureRound(context.Background(), net.client, hosts, RoundOptions{Deadline: start.Add(budget)})
+			res := clocksync.MeasureRound(context.Background(), net.Client, hosts, clocksync.RoundOptions{Deadline: start.Add(budget)})
 			took := time.Since(start)
 			// Virtual time: every dead slave ran its DeadAfter, started
 			// within the first n·StartInterval; nothing else waits.
-			if limit := time.Duration(n)*DefaultStartInterval + DefaultDeadAfter + 10*time.Millisecond; took > limit {
+			if limit := time.Duration(n)*clocksync.DefaultStartInterval + clocksync.DefaultDeadAfter + 10*time.Millisecond; took > limit {
 				t.Fatalf("round %d took %v, more than %v (budget %v)", round, took, limit, budget)
 			}
 			measured := 0
 			for _, r := range res {
 				i := int(r.Host.Addr().As4()[2])<<8 | int(r.Host.Addr().As4()[3])
 				if dead(i) {
-					if !errors.Is(r.Err, ErrNoReply) || !errors.Is(r.Err, context.DeadlineExceeded) {
+					if !errors.Is(r.Err, clocksync.ErrNoReply) || !errors.Is(r.Err, context.DeadlineExceeded) {
 						t.Fatalf("round %d: dead slave %d: %v, want no reply after its deadline", round, i, r.Err)
 					}
 					continue
@@ -147,12 +120,12 @@ func TestMeasureRoundDeadFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 1001
 		net, addrs := newSimSlaves(n, time.Millisecond, func(i int) bool { return i < n-1 })
-		hosts := make([]RoundHost, n)
+		hosts := make([]clocksync.RoundHost, n)
 		for i, a := range addrs {
-			hosts[i] = RoundHost{Addr: a}
+			hosts[i] = clocksync.RoundHost{Addr: a}
 		}
 		start := time.Now()
-		res := MeasureRound(context.Background(), net.client, hosts, RoundOptions{
+		res := clocksync.MeasureRound(context.Background(), net.Client, hosts, clocksync.RoundOptions{
 			Deadline: start.Add(3 * time.Second), DeadAfter: 200 * time.Millisecond, StartInterval: 5 * time.Millisecond, MaxInFlight: 100})
 		if r := res[n-1]; r.Err != nil {
 			t.Fatalf("the live host after %d dead ones: %v", n-1, r.Err)
@@ -161,7 +134,7 @@ func TestMeasureRoundDeadFirst(t *testing.T) {
 			t.Fatalf("round took %v, past its deadline", took)
 		}
 		for _, r := range res[:n-1] {
-			if !errors.Is(r.Err, ErrNoReply) {
+			if !errors.Is(r.Err, clocksync.ErrNoReply) {
 				t.Fatalf("dead host %v: %v", r.Host, r.Err)
 			}
 		}
@@ -173,11 +146,15 @@ func TestMeasureRoundDeadFirst(t *testing.T) {
 // answer is cut at DeadAfter with the one reply it had by then.
 func TestMeasureRoundAnsweredGetsTheRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net, addrs := newSimSlaves(2, 150*time.Millisecond, func(int) bool { return false })
-		net.client = NewProbeClient(net, NewSimClock(NewMonotonicSource(), SimConfig{}), "master", ProbeConfig{Replies: 2, Wait: time.Second})
-		res := MeasureRound(context.Background(), net.client,
-			[]RoundHost{{Addr: addrs[0], Answered: true}, {Addr: addrs[1]}},
-			RoundOptions{Deadline: time.Now().Add(2 * time.Second), DeadAfter: 200 * time.Millisecond})
+		src := clocksync.NewMonotonicSource()
+		net := probesim.New(simMaster, clocksync.NewSimClock(src, clocksync.SimConfig{}), clocksync.ProbeConfig{Replies: 2, Wait: time.Second}, 75*time.Millisecond)
+		addrs := []netip.AddrPort{slaveAddr(0), slaveAddr(1)}
+		for _, a := range addrs {
+			net.Start(a, clocksync.NewProbeResponder(clocksync.NewSimClock(src, clocksync.SimConfig{}), "s"))
+		}
+		res := clocksync.MeasureRound(context.Background(), net.Client,
+			[]clocksync.RoundHost{{Addr: addrs[0], Answered: true}, {Addr: addrs[1]}},
+			clocksync.RoundOptions{Deadline: time.Now().Add(2 * time.Second), DeadAfter: 200 * time.Millisecond})
 		if res[0].Err != nil || res[0].Samples != 2 {
 			t.Fatalf("answered host: %+v", res[0])
 		}
@@ -205,9 +182,9 @@ func BenchmarkMeasureRound2000(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			net, addrs := newSimSlaves(n, 100*time.Microsecond, dead)
-			hosts := make([]RoundHost, n)
+			hosts := make([]clocksync.RoundHost, n)
 			for i, a := range addrs {
-				hosts[i] = RoundHost{Addr: a, Answered: !dead(i)}
+				hosts[i] = clocksync.RoundHost{Addr: a, Answered: !dead(i)}
 			}
 			var ms0, ms1 runtime.MemStats
 			runtime.GC()
@@ -217,7 +194,7 @@ func BenchmarkMeasureRound2000(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				start := time.Now()
-				res := MeasureRound(context.Background(), net.client, hosts, RoundOptions{Deadline: start.Add(3 * time.Second)})
+				res := clocksync.MeasureRound(context.Background(), net.Client, hosts, clocksync.RoundOptions{Deadline: start.Add(3 * time.Second)})
 				worst = max(worst, time.Since(start))
 				for i, r := range res {
 					if (r.Err == nil) == dead(i) {
@@ -232,7 +209,7 @@ func BenchmarkMeasureRound2000(b *testing.B) {
 			msRound := float64(b.Elapsed().Microseconds()) / 1e3 / rounds
 			b.ReportMetric(msRound, "ms/round")
 			b.ReportMetric(perSlave, "bytes/slave")
-			b.ReportMetric(float64(net.sent.Load())/rounds/n, "probes/slave")
+			b.ReportMetric(float64(net.Sent())/rounds/n, "probes/slave")
 			if missed > 0 {
 				b.Fatalf("%d live slaves unmeasured or dead ones measured", missed)
 			}
@@ -241,3 +218,5 @@ func BenchmarkMeasureRound2000(b *testing.B) {
 		})
 	}
 }
+
+func absDur(d time.Duration) time.Duration { return max(d, -d) }
