@@ -108,6 +108,11 @@ const (
 	// given up then, where the probe alone would wait out 24 of them
 	// (2.4 s) and hold its place for the round.
 	DefaultDeadAfter = 400 * time.Millisecond
+	// DefaultLiveAfter is how long a host that answered the last round is
+	// given: eight of the probe's waits. A live host on a LAN is done in
+	// milliseconds; one cut by its deadline keeps the replies it had, so
+	// only a host that lost eight probes in a row fails the round.
+	DefaultLiveAfter = 800 * time.Millisecond
 	// DefaultStartInterval spaces the hosts' first probes (10,000 hosts a
 	// second), so that N slaves' replies do not reach the socket as one
 	// burst: a live host on a LAN is done within a few milliseconds, so
@@ -119,9 +124,8 @@ const (
 // RoundHost is one host of a round, in the order it is to be measured.
 type RoundHost struct {
 	Addr netip.AddrPort
-	// Answered: the host answered the last round. It may take the whole
-	// round (a live host unlucky with loss); any other host is given
-	// DeadAfter from its start.
+	// Answered: the host answered the last round. It is given LiveAfter
+	// from its start, any other host DeadAfter.
 	Answered bool
 }
 
@@ -130,9 +134,11 @@ type RoundOptions struct {
 	// Deadline ends the round; a host not measured by then fails with an
 	// error wrapping context.DeadlineExceeded. Zero: the context's.
 	Deadline time.Time
-	// DeadAfter bounds a host that did not answer the last round
-	// (default DefaultDeadAfter; never more than the round has left).
-	DeadAfter time.Duration
+	// DeadAfter bounds a host that did not answer the last round, and
+	// LiveAfter one that did (defaults DefaultDeadAfter, DefaultLiveAfter;
+	// never more than the round has left). A host cut by its deadline
+	// keeps the replies it had.
+	DeadAfter, LiveAfter time.Duration
 	// StartInterval spaces the hosts' starts (default
 	// DefaultStartInterval; a negative value starts them all at once). It
 	// is shortened so that the last host starts within the first half of
@@ -146,12 +152,12 @@ type RoundOptions struct {
 // MeasureRound measures every host of a sync round and returns the
 // results in the order of hosts, by the round's deadline.
 //
-// Each host has its own deadline: a host that answered the last round may
-// use the whole round, any other is given up DeadAfter after its start.
-// So a dead host costs the round a few of the probe's waits, not a slot
-// held until it times out: however many of the hosts are dead, every live
-// one is measured, and the hosts are started in their order (those that
-// answered last round first), at most StartInterval apart.
+// Each host has its own deadline from its start: LiveAfter if it answered
+// the last round, DeadAfter if not. So a dead host costs the round a few
+// of the probe's waits, not a slot held until it times out: however many
+// of the hosts are dead, every live one is measured, and the round takes
+// at most N·StartInterval + LiveAfter. The hosts are started in their
+// order (those that answered last round first), StartInterval apart.
 func MeasureRound(ctx context.Context, m Measurer, hosts []RoundHost, opt RoundOptions) []Result {
 	if !opt.Deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -167,9 +173,12 @@ func MeasureRound(ctx context.Context, m Measurer, hosts []RoundHost, opt RoundO
 	if bounded && len(hosts) > 0 {
 		interval = min(interval, time.Until(deadline)/time.Duration(2*len(hosts)))
 	}
-	deadAfter := opt.DeadAfter
+	deadAfter, liveAfter := opt.DeadAfter, opt.LiveAfter
 	if deadAfter <= 0 {
 		deadAfter = DefaultDeadAfter
+	}
+	if liveAfter <= 0 {
+		liveAfter = DefaultLiveAfter
 	}
 	inFlight := opt.MaxInFlight
 	if inFlight <= 0 {
@@ -213,16 +222,17 @@ func MeasureRound(ctx context.Context, m Measurer, hosts []RoundHost, opt RoundO
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			hctx, cancel := ctx, context.CancelFunc(func() {})
-			if !h.Answered {
-				hctx, cancel = context.WithTimeout(ctx, deadAfter)
+			after := deadAfter
+			if h.Answered {
+				after = liveAfter
 			}
+			hctx, cancel := context.WithTimeout(ctx, after)
 			meas, err := m.Measure(hctx, h.Addr)
 			cut := hctx.Err() != nil && ctx.Err() == nil
 			cancel()
 			switch {
 			case err != nil && cut:
-				err = fmt.Errorf("measure %v: given up after %v: %w", h.Addr, deadAfter, err)
+				err = fmt.Errorf("measure %v: given up after %v: %w", h.Addr, after, err)
 			case err != nil:
 				err = fmt.Errorf("measure %v: %w", h.Addr, err)
 			}
@@ -233,13 +243,14 @@ func MeasureRound(ctx context.Context, m Measurer, hosts []RoundHost, opt RoundO
 	return res
 }
 
-// MeasureAll measures every host, as MeasureRound does with each host
-// allowed the whole round, until deadline; at most concurrency at once
-// (≤ 0: DefaultMaxInFlight).
+// MeasureAll measures every host until deadline, at most concurrency at
+// once (≤ 0: DefaultMaxInFlight), each allowed the whole round: the
+// schedule before MeasureRound, kept for callers that know nothing of the
+// hosts (and, with 128, as the tests' anchor).
 func MeasureAll(ctx context.Context, m Measurer, hosts []netip.AddrPort, deadline time.Time, concurrency int) []Result {
 	rh := make([]RoundHost, len(hosts))
 	for i, h := range hosts {
 		rh[i] = RoundHost{Addr: h, Answered: true}
 	}
-	return MeasureRound(ctx, m, rh, RoundOptions{Deadline: deadline, MaxInFlight: concurrency})
+	return MeasureRound(ctx, m, rh, RoundOptions{Deadline: deadline, MaxInFlight: concurrency, LiveAfter: time.Until(deadline)})
 }

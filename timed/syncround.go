@@ -124,9 +124,9 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 }
 
 // roundHosts is the round's slaves in measureOrder, and each one's host
-// for MeasureRound: a slave that answered the last round may take the
-// whole round; any other (new, or silent last round) is given up after a
-// few unanswered probes, so that dead slaves cost the round little.
+// for MeasureRound: a slave that answered the last round is given up
+// after eight unanswered probes' waits, any other (new, or silent last
+// round) after four, so that dead slaves cost the round little.
 func (s *netStatus) roundHosts(list []election.Peer) ([]election.Peer, []clocksync.RoundHost) {
 	order := s.measureOrder(list)
 	hosts := make([]clocksync.RoundHost, len(order))
