@@ -3,7 +3,6 @@ package clocksync_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -230,8 +229,8 @@ func BenchmarkMeasureRound2000(b *testing.B) {
 			if missed > 0 {
 				b.Fatalf("%d live slaves unmeasured or dead ones measured", missed)
 			}
-			b.Log(fmt.Sprintf("| %d slaves, %-17s | %7.1f ms/round (worst %v) | %6.0f bytes/slave | anchor: 128 slots, 2.4 s per dead slave (≈19 s half-dead) | goal < 1000 ms |",
-				n, c.name, msRound, worst.Round(time.Millisecond), perSlave))
+			b.Logf("| %d slaves, %-17s | %7.1f ms/round (worst %v) | %6.0f bytes/slave | anchor: 128 slots, 2.4 s per dead slave (≈19 s half-dead) | goal < 1000 ms |",
+				n, c.name, msRound, worst.Round(time.Millisecond), perSlave)
 		})
 	}
 }
