@@ -156,7 +156,7 @@ type RoundOptions struct {
 // the last round, DeadAfter if not. So a dead host costs the round a few
 // of the probe's waits, not a slot held until it times out: however many
 // of the hosts are dead, every live one is measured, and the round takes
-// at most N·StartInterval + LiveAfter. The hosts are started in their
+// at most N·StartInterval + LiveAfter (N ≤ MaxInFlight). The hosts are started in their
 // order (those that answered last round first), StartInterval apart.
 func MeasureRound(ctx context.Context, m Measurer, hosts []RoundHost, opt RoundOptions) []Result {
 	if !opt.Deadline.IsZero() {
