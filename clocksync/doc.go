@@ -17,8 +17,9 @@
 //     timestamps, is one); the minimum-RTT sample of several is kept, offset
 //     ((t2−t1)+(t3−t4))/2, error bound RTT/2. An ICMP timestamp measurer
 //     (RFC 792, as BSD's measure.c; needs CAP_NET_RAW) serves BSD slaves,
-//     which do not answer the probe. MeasureAll measures many hosts
-//     concurrently inside one round deadline.
+//     which do not answer the probe. MeasureRound measures a round's
+//     hosts concurrently inside its deadline, each with its own (a host
+//     silent last round is given up after a few probes' waits).
 //   - Network time (networktime.go): BSD's two-stage median (networkdelta.c)
 //     and our variant.
 //   - Corrections (correct.go): the master's ADJTIME/SETTIME choice and the

@@ -97,45 +97,160 @@ type Result struct {
 	Err error
 }
 
-// DefaultConcurrency is how many hosts MeasureAll measures at once.
-const DefaultConcurrency = 128
+// Defaults of RoundOptions.
+const (
+	// DefaultMaxInFlight bounds the hosts a round measures at once. It is
+	// above BSD's NHOSTS (1013, the election's slave table), so that for a
+	// real network it never binds: no host waits for another's slot.
+	DefaultMaxInFlight = 4096
+	// DefaultDeadAfter is how long a host that did not answer the last
+	// round is given: four of the probe's 100 ms waits. A dead host is
+	// given up then, where the probe alone would wait out 24 of them
+	// (2.4 s) and hold its place for the round.
+	DefaultDeadAfter = 400 * time.Millisecond
+	// DefaultLiveAfter is how long a host that answered the last round is
+	// given: eight of the probe's waits. A live host on a LAN is done in
+	// milliseconds; one cut by its deadline keeps the replies it had, so
+	// only a host that lost eight probes in a row fails the round.
+	DefaultLiveAfter = 800 * time.Millisecond
+	// DefaultStartInterval spaces the hosts' first probes (10,000 hosts a
+	// second), so that N slaves' replies do not reach the socket as one
+	// burst: a live host on a LAN is done within a few milliseconds, so
+	// a few dozen are measured at once, each with one probe out. It
+	// shrinks for a round too short to start every host at it.
+	DefaultStartInterval = 100 * time.Microsecond
+)
 
-// MeasureAll measures every host concurrently (at most concurrency at a time;
-// ≤ 0 means DefaultConcurrency) and returns when all are done or the round's
-// deadline passes; hosts not measured by then get an error wrapping
-// context.DeadlineExceeded. Results are in the order of hosts.
-func MeasureAll(ctx context.Context, m Measurer, hosts []netip.AddrPort, deadline time.Time, concurrency int) []Result {
-	if concurrency <= 0 {
-		concurrency = DefaultConcurrency
+// RoundHost is one host of a round, in the order it is to be measured.
+type RoundHost struct {
+	Addr netip.AddrPort
+	// Answered: the host answered the last round. It is given LiveAfter
+	// from its start, any other host DeadAfter.
+	Answered bool
+}
+
+// RoundOptions schedules MeasureRound.
+type RoundOptions struct {
+	// Deadline ends the round; a host not measured by then fails with an
+	// error wrapping context.DeadlineExceeded. Zero: the context's.
+	Deadline time.Time
+	// DeadAfter bounds a host that did not answer the last round, and
+	// LiveAfter one that did (defaults DefaultDeadAfter, DefaultLiveAfter;
+	// never more than the round has left). A host cut by its deadline
+	// keeps the replies it had.
+	DeadAfter, LiveAfter time.Duration
+	// StartInterval spaces the hosts' starts (default
+	// DefaultStartInterval; a negative value starts them all at once). It
+	// is shortened so that the last host starts within the first half of
+	// the round, with at least half of it left to be measured in.
+	StartInterval time.Duration
+	// MaxInFlight bounds the hosts measured at once (default
+	// DefaultMaxInFlight).
+	MaxInFlight int
+}
+
+// MeasureRound measures every host of a sync round and returns the
+// results in the order of hosts, by the round's deadline.
+//
+// Each host has its own deadline from its start: LiveAfter if it answered
+// the last round, DeadAfter if not. So a dead host costs the round a few
+// of the probe's waits, not a slot held until it times out: however many
+// of the hosts are dead, every live one is measured, and the round takes
+// at most N·StartInterval + LiveAfter (N ≤ MaxInFlight). The hosts are started in their
+// order (those that answered last round first), StartInterval apart.
+func MeasureRound(ctx context.Context, m Measurer, hosts []RoundHost, opt RoundOptions) []Result {
+	if !opt.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, opt.Deadline)
+		defer cancel()
 	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	deadline, bounded := ctx.Deadline()
+	start := time.Now()
+	interval := opt.StartInterval
+	if interval == 0 {
+		interval = DefaultStartInterval
+	}
+	if bounded && len(hosts) > 0 {
+		interval = min(interval, time.Until(deadline)/time.Duration(2*len(hosts)))
+	}
+	deadAfter, liveAfter := opt.DeadAfter, opt.LiveAfter
+	if deadAfter <= 0 {
+		deadAfter = DefaultDeadAfter
+	}
+	if liveAfter <= 0 {
+		liveAfter = DefaultLiveAfter
+	}
+	inFlight := opt.MaxInFlight
+	if inFlight <= 0 {
+		inFlight = DefaultMaxInFlight
+	}
 	res := make([]Result, len(hosts))
-	sem := make(chan struct{}, concurrency)
+	sem := make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
-	for i, h := range hosts {
-		res[i].Host = h
-		if err := ctx.Err(); err != nil {
-			res[i].Err = fmt.Errorf("measure %v: not started: %w", h, err)
-			continue
+	var pace *time.Timer
+	defer func() {
+		if pace != nil {
+			pace.Stop()
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			res[i].Err = fmt.Errorf("measure %v: not started: %w", h, ctx.Err())
+	}()
+	for i, h := range hosts {
+		res[i].Host = h.Addr
+		// Due at start + i·interval: a late wake-up starts the hosts due
+		// since at once, so timer granularity does not slow the round.
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 && i > 0 {
+			if pace == nil {
+				pace = time.NewTimer(wait)
+			} else {
+				pace.Reset(wait)
+			}
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() == nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			res[i].Err = fmt.Errorf("measure %v: not started: %w", h.Addr, err)
 			continue
 		}
 		wg.Add(1)
-		go func(i int, h netip.AddrPort) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			meas, err := m.Measure(ctx, h)
-			if err != nil {
-				err = fmt.Errorf("measure %v: %w", h, err)
+			after := deadAfter
+			if h.Answered {
+				after = liveAfter
+			}
+			hctx, cancel := context.WithTimeout(ctx, after)
+			meas, err := m.Measure(hctx, h.Addr)
+			cut := hctx.Err() != nil && ctx.Err() == nil
+			cancel()
+			switch {
+			case err != nil && cut:
+				err = fmt.Errorf("measure %v: given up after %v: %w", h.Addr, after, err)
+			case err != nil:
+				err = fmt.Errorf("measure %v: %w", h.Addr, err)
 			}
 			res[i].Measurement, res[i].Err = meas, err
-		}(i, h)
+		}()
 	}
 	wg.Wait()
 	return res
+}
+
+// MeasureAll measures every host until deadline, at most concurrency at
+// once (≤ 0: DefaultMaxInFlight), each allowed the whole round: the
+// schedule before MeasureRound, kept for callers that know nothing of the
+// hosts (and, with 128, as the tests' anchor).
+func MeasureAll(ctx context.Context, m Measurer, hosts []netip.AddrPort, deadline time.Time, concurrency int) []Result {
+	rh := make([]RoundHost, len(hosts))
+	for i, h := range hosts {
+		rh[i] = RoundHost{Addr: h, Answered: true}
+	}
+	return MeasureRound(ctx, m, rh, RoundOptions{Deadline: deadline, MaxInFlight: concurrency, LiveAfter: time.Until(deadline)})
 }

@@ -176,6 +176,25 @@ func FastConfig(name string) Config {
 	return c
 }
 
+// AnswerSpacing is the mean gap AnswerDelayFor leaves between the answers
+// of many hosts to one broadcast: 20,000 a second, which the receiver's
+// reader keeps up with on a loaded core, its socket buffer holding the
+// rest.
+const AnswerSpacing = 50 * time.Microsecond
+
+// AnswerDelayFor is the answer delay for a network where hosts daemons may
+// answer one broadcast (SLAVEUPs to a MASTERUP, ACCEPTs to an ELECTION).
+// Each waits a uniform draw from [0, AnswerDelay], so they arrive about
+// AnswerDelay/hosts apart: the delay is widened to hosts·AnswerSpacing
+// (hosts counted up to MaxSlaves), never shortened, and kept to half of
+// CandidateWait, which must still see every ACCEPT. BSD's 100 ms already
+// spreads NHOSTS answers; the fast profile's 2 ms does not.
+func (c Config) AnswerDelayFor(hosts int) time.Duration {
+	hosts = max(0, min(hosts, c.MaxSlaves))
+	want := min(time.Duration(hosts)*AnswerSpacing, c.CandidateWait/2)
+	return max(c.AnswerDelay, want)
+}
+
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 }

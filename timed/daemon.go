@@ -182,7 +182,7 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	cfgs := electionConfigs(cfg.Election, d.hostname, nets, d.tr.LocalAddr().Port())
+	cfgs := electionConfigs(cfg.Election, d.hostname, nets, len(d.tr.Peers()), d.tr.LocalAddr().Port())
 	if d.host, err = election.NewHost(cfgs, rand.New(rand.NewPCG(seed, seed^0x5eed))); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}

@@ -12,8 +12,7 @@ import (
 
 // TestMeasureOrder: the slaves that ever answered a measurement come
 // first, whatever their names, so that silent slaves under made-up names
-// (more of them than MeasureAll measures at once) cannot keep them from
-// being measured.
+// (however many) cannot delay them from being measured.
 func TestMeasureOrder(t *testing.T) {
 	var st netStatus
 	var list []election.Peer

@@ -237,4 +237,11 @@ func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
 	for r, n := range s.Dropped {
 		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(n), r.String())
 	}
+	if s.KernelDrops > 0 { // by the kernel, before the transport read them
+		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(s.KernelDrops), kernelDropReason)
+	}
 }
+
+// kernelDropReason names the kernel's receive-buffer drops among the
+// transport's.
+const kernelDropReason = "receive buffer full"

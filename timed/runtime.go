@@ -58,19 +58,35 @@ func networkLabel(n udp.Network) string {
 // drops its own LOOPs (those it forwarded carry another host's name). In
 // peers mode the daemons may share an address (127.0.0.1), so none is set:
 // the transport drops our own packets by name, and with one network there
-// is no LOOP of ours to forward.
-func electionConfigs(base election.Config, hostname string, nets []udp.Network, port uint16) []election.Config {
+// is no LOOP of ours to forward. The answer delay is widened for the
+// daemons that may answer one broadcast there (the peers configured, or
+// the hosts the network's prefix holds), so that their answers do not
+// reach the sender as one burst.
+func electionConfigs(base election.Config, hostname string, nets []udp.Network, peers int, port uint16) []election.Config {
 	cfgs := make([]election.Config, len(nets))
 	for i, n := range nets {
 		c := base
 		c.Name = hostname
 		c.Network = n.String()
+		hosts := peers
 		if !n.Peers {
 			c.Addr = netip.AddrPortFrom(n.Addr, port)
+			hosts = prefixHosts(n.Prefix)
 		}
+		c.AnswerDelay = c.AnswerDelayFor(hosts)
 		cfgs[i] = c
 	}
 	return cfgs
+}
+
+// prefixHosts is how many hosts a network's prefix holds besides us (its
+// addresses less the network, broadcast and our own), at most 1<<16.
+func prefixHosts(p netip.Prefix) int {
+	bits := p.Addr().BitLen() - p.Bits()
+	if bits >= 16 {
+		return 1 << 16
+	}
+	return max(0, 1<<bits-3)
 }
 
 // m is this network's election machine, for queries only: the Host steps

@@ -19,7 +19,7 @@ func TestElectionConfigs(t *testing.T) {
 		{Interface: "eth0", Addr: netip.MustParseAddr("10.0.0.2"), Prefix: netip.MustParsePrefix("10.0.0.0/24")},
 		{Interface: "eth1", Addr: netip.MustParseAddr("10.0.1.2"), Prefix: netip.MustParsePrefix("10.0.1.0/24")},
 	}
-	cfgs := electionConfigs(base, "gw", nets, 525)
+	cfgs := electionConfigs(base, "gw", nets, 0, 525)
 	if len(cfgs) != 2 {
 		t.Fatalf("%d configurations for 2 networks", len(cfgs))
 	}
@@ -34,9 +34,17 @@ func TestElectionConfigs(t *testing.T) {
 	if _, err := election.NewHost(cfgs, rand.New(rand.NewPCG(1, 1))); err != nil {
 		t.Fatal(err)
 	}
-	peers := electionConfigs(base, "n1", []udp.Network{{Interface: "peers", Peers: true}}, 15250)
+	peers := electionConfigs(base, "n1", []udp.Network{{Interface: "peers", Peers: true}}, 500, 15250)
 	if peers[0].Addr.IsValid() {
 		t.Errorf("peers mode: address %v, want none (daemons share 127.0.0.1)", peers[0].Addr)
+	}
+	// The answer delay spreads the answers of the hosts that may answer:
+	// a /24's 253 others at 50 µs apart (12.65 ms), 500 peers over 25 ms.
+	if got, want := cfgs[0].AnswerDelay, 253*election.AnswerSpacing; got != want {
+		t.Errorf("/24: answer delay %v, want %v", got, want)
+	}
+	if got, want := peers[0].AnswerDelay, 500*election.AnswerSpacing; got != want {
+		t.Errorf("500 peers: answer delay %v, want %v", got, want)
 	}
 	if got := networkLabel(nets[1]); got != "10.0.1.0/24" {
 		t.Errorf("label %q", got)

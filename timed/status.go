@@ -226,6 +226,9 @@ func (d *Daemon) snapshot() *control.Status {
 	for r, n := range ts.Auth {
 		st.Drops["auth "+r.String()] = n
 	}
+	if ts.KernelDrops > 0 {
+		st.Drops[kernelDropReason] = ts.KernelDrops
+	}
 	if s.unknownTypes > 0 {
 		st.Drops["unknown type"] = s.unknownTypes
 	}

@@ -1,7 +1,6 @@
 package timed
 
 import (
-	"net/netip"
 	"slices"
 	"time"
 
@@ -26,19 +25,17 @@ type syncDone struct {
 // roundBudget is the share of the sync interval a round may spend
 // measuring: the rest is left for the corrections to be sent and
 // acknowledged before the next round.
-func (d *Daemon) roundBudget() time.Duration {
-	return min(d.cfg.Election.SyncInterval/2, 3*time.Second)
+func (d *Daemon) roundBudget() time.Duration { return roundBudget(d.cfg.Election.SyncInterval) }
+
+func roundBudget(syncInterval time.Duration) time.Duration {
+	return min(syncInterval/2, 3*time.Second)
 }
 
 // startSyncRound measures every slave concurrently, off the loop, and
 // posts the result back. A master with no slaves needs no measurement.
 func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	d := rt.d
-	slaves := rt.st.measureOrder(r.Slaves)
-	hosts := make([]netip.AddrPort, len(slaves))
-	for i, s := range slaves {
-		hosts[i] = s.Addr
-	}
+	slaves, hosts := rt.st.roundHosts(r.Slaves)
 	trusted := make([]bool, len(slaves))
 	for i, s := range slaves {
 		trusted[i] = rt.m().Trusted(s.Addr)
@@ -57,7 +54,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	d.rounds.Add(1)
 	go func() {
 		defer d.rounds.Done()
-		res := clocksync.MeasureAll(d.roundCtx, d.measurer, hosts, deadline, 0)
+		res := clocksync.MeasureRound(d.roundCtx, d.measurer, hosts, clocksync.RoundOptions{Deadline: deadline})
 		done := syncDone{rt: rt, result: election.SyncResult{Round: r.Round}, slaves: slaves, measured: res}
 		offsets := make([]clocksync.HostOffset, len(res))
 		for i, m := range res {
@@ -126,15 +123,30 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 	d.st.basis = d.roundBasis(rt.st.round, own, err == nil && own.Action != clocksync.Refused)
 }
 
+// roundHosts is the round's slaves in measureOrder, and each one's host
+// for MeasureRound: a slave that answered the last round is given up
+// after eight unanswered probes' waits, any other (new, or silent last
+// round) after four, so that dead slaves cost the round little.
+func (s *netStatus) roundHosts(list []election.Peer) ([]election.Peer, []clocksync.RoundHost) {
+	order := s.measureOrder(list)
+	hosts := make([]clocksync.RoundHost, len(order))
+	for i, p := range order {
+		sl := s.slaves[p.Name]
+		hosts[i] = clocksync.RoundHost{Addr: p.Addr, Answered: sl != nil && !sl.LastSeen.IsZero() && sl.Failures == 0}
+	}
+	return order, hosts
+}
+
 // measureOrder is the order a round measures the slaves in: those that
 // have answered a measurement before first, then the others, each part in
-// the machine's order (by name). MeasureAll measures a bounded number of
-// hosts at once, and a host that never answers holds its place until the
-// round's deadline: in name order, enough names that answer nothing (an
-// outsider's SLAVEUPs and ACCEPTs under made-up names, which sort
-// anywhere) would keep the real slaves from being measured at all, so
-// that they got no correction, dropped out of the table and ran for
-// election.
+// the machine's order (by name). MeasureRound starts the hosts in this
+// order, and gives one that did not answer last round only a short
+// deadline; before it did, a host that never answered held one of a
+// bounded number of places until the round's deadline: in name order,
+// enough names that answer nothing (an outsider's SLAVEUPs and ACCEPTs
+// under made-up names, which sort anywhere) kept the real slaves from
+// being measured at all, so that they got no correction, dropped out of
+// the table and ran for election.
 func (s *netStatus) measureOrder(list []election.Peer) []election.Peer {
 	out := slices.Clone(list)
 	answered := func(p election.Peer) bool {

@@ -49,6 +49,10 @@ type Stats struct {
 	Auth        map[auth.Reason]uint64 // the DropAuth drops by reason
 	ReadErrors  uint64
 	SendErrors  uint64
+	// KernelDrops is how many datagrams the kernel dropped on this socket
+	// for a full receive buffer (SO_RXQ_OVFL, as of the last datagram
+	// read): they never reached the transport, so Dropped lacks them.
+	KernelDrops uint64
 }
 
 // counters are updated by the reader and by senders concurrently.
@@ -57,6 +61,7 @@ type counters struct {
 	dropped                      [numDropReasons]atomic.Uint64
 	auth                         [auth.NumReasons]atomic.Uint64
 	readErrors, sendErrors       atomic.Uint64
+	kernelDrops                  atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -69,6 +74,7 @@ func (c *counters) snapshot() Stats {
 		Auth:        map[auth.Reason]uint64{},
 		ReadErrors:  c.readErrors.Load(),
 		SendErrors:  c.sendErrors.Load(),
+		KernelDrops: c.kernelDrops.Load(),
 	}
 	for i := range 256 {
 		put(s.Received, tsp.Type(i), c.recv[i].Load())

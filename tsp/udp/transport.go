@@ -71,6 +71,11 @@ type Config struct {
 	Signer       *auth.Signer
 	Verifier     *auth.Verifier
 	SaveInterval time.Duration // 0: auth.DefaultSaveInterval
+	// ReceiveBuffer is the socket receive buffer asked for, in bytes
+	// (0: DefaultReceiveBuffer; negative: the kernel's default). A burst
+	// of answers larger than the buffer is dropped by the kernel, which
+	// Stats.KernelDrops counts.
+	ReceiveBuffer int
 
 	// onDatagram, for tests in this package, runs on the reader goroutine
 	// after each datagram has been delivered or counted as dropped, so a
@@ -123,6 +128,7 @@ type Transport struct {
 	// sendMu makes signing and writing one step: a datagram signed first
 	// is written first, so its counter reaches the receiver first.
 	sendMu sync.Mutex
+	rcvbuf int // receive buffer granted, bytes (0: unknown)
 
 	onDatagram func()
 }
@@ -186,6 +192,7 @@ func Listen(cfg Config) (*Transport, error) {
 	if err := sockopt.EnableRxTimestamps(conn); err != nil {
 		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
 	}
+	rcvbuf := setupReceiveBuffer(conn, cfg.ReceiveBuffer, log)
 	t := &Transport{
 		conn:     conn,
 		pc:       pc,
@@ -200,6 +207,7 @@ func Listen(cfg Config) (*Transport, error) {
 		dropLog:  limit.NewLogger(log, limit.LogConfig{}),
 		signer:   cfg.Signer,
 		verifier: cfg.Verifier,
+		rcvbuf:   rcvbuf,
 
 		onDatagram: cfg.onDatagram,
 	}
@@ -210,6 +218,36 @@ func Listen(cfg Config) (*Transport, error) {
 	t.saverDone = make(chan struct{})
 	go t.saveAuthState(cfg.SaveInterval)
 	return t, nil
+}
+
+// setupReceiveBuffer sizes the socket's receive buffer (want bytes, 0:
+// DefaultReceiveBuffer, < 0: the kernel's) and turns on SO_RXQ_OVFL, the
+// kernel's count of the datagrams it dropped for a full buffer. Neither
+// failing stops the transport. It returns the size granted (0: unknown).
+func setupReceiveBuffer(conn *net.UDPConn, want int, log logrus.FieldLogger) int {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		log.WithError(err).Debug("tsp: receive buffer left to the kernel")
+		return 0
+	}
+	if err := sockopt.Enable(rc, unix.SO_RXQ_OVFL); err != nil {
+		log.WithError(err).Debug("tsp: no count of the kernel's receive-buffer drops")
+	}
+	if want == 0 {
+		want = DefaultReceiveBuffer
+	}
+	if want < 0 {
+		return 0
+	}
+	granted, forced, err := sizeReceiveBuffer(rc, want)
+	if err != nil {
+		log.WithError(err).Debug("tsp: receive buffer left to the kernel")
+		return 0
+	}
+	// Linux grants twice what is asked (its bookkeeping's share), capped
+	// at net.core.rmem_max without SO_RCVBUFFORCE.
+	log.WithFields(logrus.Fields{"asked": want, "granted": granted, "forced": forced}).Debug("tsp: receive buffer")
+	return granted
 }
 
 // servedNetworks is the one peers network in peers mode, else the
@@ -270,6 +308,10 @@ func (t *Transport) Hostname() string { return t.hostname }
 
 // LocalAddr is the address and port the socket is bound to.
 func (t *Transport) LocalAddr() netip.AddrPort { return t.local }
+
+// ReceiveBuffer is the socket receive buffer the kernel granted, in bytes
+// (0 if unknown).
+func (t *Transport) ReceiveBuffer() int { return t.rcvbuf }
 
 // Stats returns a snapshot of the counters.
 func (t *Transport) Stats() Stats { return t.stats.snapshot() }
@@ -467,7 +509,8 @@ func (t *Transport) readLoop() {
 	defer close(t.done)
 	defer close(t.packets)
 	buf := make([]byte, readBufSize)
-	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16))
+	// IP_PKTINFO, SCM_TIMESTAMPNS (a timespec) and SO_RXQ_OVFL (a uint32).
+	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16)+unix.CmsgSpace(4))
 	var backoff time.Duration
 	for {
 		n, oobn, flags, from, err := t.conn.ReadMsgUDPAddrPort(buf, oob)
@@ -485,6 +528,9 @@ func (t *Transport) readLoop() {
 			continue
 		}
 		backoff = 0
+		if n, ok := rxqOverflow(oob[:oobn]); ok {
+			t.stats.kernelDrops.Store(uint64(n))
+		}
 		t.receive(buf[:n], oob[:oobn], flags&unix.MSG_TRUNC != 0, from, now)
 		if t.onDatagram != nil {
 			t.onDatagram()
