@@ -118,6 +118,23 @@
 //     (every LOOP it passes on comes by once a round); until then such a
 //     decision waits, the network ignored, and is taken as soon as they
 //     are. A host that may not be master keeps its first slavenet.
+//   - Asking for time sources. Rather than wait that round, a host whose
+//     decision waits asks the masters whose sources it does not know
+//     (the network's, and its slavenet's): AskSource, our version-2
+//     tsp.ExtSourceReq, unicast. A master answers with the source it
+//     serves and how many gateways away (TellSource, tsp.ExtSource): its
+//     own name, or, as a submaster that knows it, its master's source one
+//     hop further; nothing where it is not master or does not know. An
+//     answer counts only from the address asked, with the sequence number
+//     asked, within a round of asking (SourceAnswer), and stands for the
+//     master's LOOPs until they have told the source themselves, for a
+//     round and a half at most; the decision is taken at the answers, a
+//     round trip after the question. Taking a network over on an answer,
+//     before any LOOP of the slavenet's master has come, the host passes
+//     on the LOOP of the source it was told of (sequence number 0), as it
+//     would have forwarded it. At most four questions are outstanding per
+//     network. BSD's daemons drop version 2 and never answer, and ours
+//     with --bsd-compat neither ask nor answer: the LOOPs decide then.
 //   - Cycles. A LOOP carrying the host's own name, received on its
 //     slavenet from the master it follows, went round a cycle of gateways:
 //     time goes round with no source. The host stops following that master
@@ -130,8 +147,10 @@
 //     back into use (its machine starts afresh, and the rules above
 //     decide) when no master has been heard for two and a half rounds,
 //     when the host has no time source elsewhere, or when the network's
-//     master (the sender of its latest LOOP, heard for a round) serves a
-//     source other than the host's and its own name.
+//     master (the sender of its latest LOOP, heard for a round, or whose
+//     answer told it) serves a source other than the host's and its own
+//     name. A master not yet known is asked, and the network decided at
+//     its answer.
 //
 // Why it converges, once faults stop (TestRandomMultiNet checks it on
 // random sites, and that every clock then equals its time source's):
@@ -177,6 +196,11 @@
 //     gateway restored after a failure never brings its networks back
 //     together. Ours compares the time sources and the lower one takes
 //     over.
+//   - A gateway asks masters for their time sources (version 2, which BSD
+//     drops unread) rather than waiting a round of their LOOPs: a gateway
+//     restored after a failure brings its networks together within its
+//     start-up poll and a round trip, where the LOOPs alone take two
+//     rounds.
 //   - A cycle is broken by the finder alone: it stops following its
 //     master. BSD answers its own LOOP with RESOLVE and QUIT rounds and an
 //     immediate election, which QUITs masters elsewhere in the cycle and

@@ -30,7 +30,8 @@ type Host struct {
 	nets  []*hostNet
 	rng   *rand.Rand
 	now   time.Time
-	slave int // the slavenet, or -1
+	slave int    // the slavenet, or -1
+	seq   uint16 // of the latest AskSource
 
 	out      []NetAction
 	silenced map[int]bool // networks ignored or taken over during this step
@@ -99,6 +100,13 @@ type hostNet struct {
 	announced netip.AddrPort
 	// waiting: ignored until the LOOPs tell the time sources (settle).
 	waiting bool
+	// asked, told: the questions for time sources outstanding on this
+	// network, and the answers (source.go); waitFor: the master whose
+	// source (and this host's own) an ignored network waits for, zero
+	// for none.
+	asked   map[netip.AddrPort]askedSource
+	told    map[netip.AddrPort]toldSource
+	waitFor Peer
 }
 
 type heardLoop struct {
@@ -140,7 +148,8 @@ func NewHost(cfgs []Config, rng *rand.Rand) (*Host, error) {
 		}
 		m.rank = func(from netip.AddrPort, name string) int { return h.rivalRank(i, from, name) }
 		h.nets = append(h.nets, &hostNet{cfg: m.cfg, m: m,
-			loops: map[netip.AddrPort]map[string]heardLoop{}, since: map[netip.AddrPort]time.Time{}})
+			loops: map[netip.AddrPort]map[string]heardLoop{}, since: map[netip.AddrPort]time.Time{},
+			asked: map[netip.AddrPort]askedSource{}, told: map[netip.AddrPort]toldSource{}})
 	}
 	return h, nil
 }
@@ -254,7 +263,8 @@ func (h *Host) all(now time.Time, ev Event) []NetAction {
 // back into use if the host had ignored it); TimerFired{TimerLook} is the
 // host's own timer; everything else goes to the network's machine, as
 // Machine.Step describes, once the host has seen it (LOOPs: forwarding and
-// cycle detection). An out-of-range net does nothing.
+// cycle detection). SourceQuery and SourceAnswer are the host's own (the
+// questions for time sources). An out-of-range net does nothing.
 func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 	if net < 0 || net >= len(h.nets) {
 		return nil
@@ -266,14 +276,18 @@ func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 		if n.mode == netIgnored {
 			h.emit(net, CancelTimer{ID: TimerLook})
 		}
-		n.mode, n.waiting = netRunning, false
+		n.mode, n.waiting, n.waitFor = netRunning, false, Peer{}
 		h.stepMachine(net, e)
 	case Stop:
 		if n.mode == netIgnored {
 			h.emit(net, CancelTimer{ID: TimerLook})
 		}
-		n.mode, n.waiting = netStopped, false
+		n.mode, n.waiting, n.waitFor = netStopped, false, Peer{}
 		h.stepMachine(net, e)
+	case SourceQuery:
+		h.sourceQuery(net, e)
+	case SourceAnswer:
+		h.sourceAnswer(net, e)
 	case TimerFired:
 		if e.ID == TimerLook {
 			h.look(net)
@@ -489,17 +503,29 @@ func (h *Host) freshLoops(i int, from netip.AddrPort, w time.Duration) []tsp.Pac
 // originator of the forwarded LOOP (hop count below LoopHops) from it that
 // came the farthest, the top of the tree it is in. fwd is false when it
 // forwards none (it follows nobody, or its tree is out of LOOP range):
-// then the root is the name of its own LOOP, or name.
+// then the root is the name of its own LOOP, or name. Until its LOOPs
+// have told it (heardLong), the master's answer to our question, if one
+// came, stands for them.
 func (h *Host) rootAt(i int, from netip.AddrPort, name string) (root string, fwd bool) {
+	root, hops := h.sourceAt(i, from, name)
+	return root, hops > 0
+}
+
+// sourceAt is rootAt with the gateways between the master and its source
+// (0: it follows nobody).
+func (h *Host) sourceAt(i int, from netip.AddrPort, name string) (root string, hops int) {
+	if t, ok := h.told(i, from); ok && !h.heardLong(i, from) {
+		return t.source, t.hops
+	}
 	ls := h.freshLoops(i, from, h.nets[i].cfg.rootWindow())
 	if len(ls) == 0 {
-		return name, false
+		return name, 0
 	}
 	// ls is sorted by hop count, highest first, then by name: the first
 	// of the lowest count is the lowest name among the farthest.
 	lowest := ls[len(ls)-1].HopCount
 	far := ls[slices.IndexFunc(ls, func(p tsp.Packet) bool { return p.HopCount == lowest })]
-	return far.Name, far.HopCount < LoopHops
+	return far.Name, max(0, LoopHops-int(far.HopCount))
 }
 
 // downstream reports whether the master at from on network i takes its
@@ -568,7 +594,10 @@ func (h *Host) announce() {
 }
 
 // passLoops forwards onto network j the LOOPs recently heard from the
-// slavenet's master, once per slavenet master.
+// slavenet's master, once per slavenet master. Where none has come yet
+// but the master has told its source (source.go), the LOOP of that source
+// it would forward goes out instead (sequence number 0: receivers key
+// LOOPs by name), so that j's hosts learn the source all the same.
 func (h *Host) passLoops(j int) {
 	if h.slave < 0 {
 		return
@@ -578,7 +607,11 @@ func (h *Host) passLoops(j int) {
 		return
 	}
 	h.nets[j].announced = mp.Addr
-	for _, p := range h.freshLoops(h.slave, mp.Addr, h.nets[h.slave].cfg.rootWindow()) {
+	ls := h.freshLoops(h.slave, mp.Addr, h.nets[h.slave].cfg.rootWindow())
+	if t, ok := h.told(h.slave, mp.Addr); ok && len(ls) == 0 && t.source != h.name {
+		ls = []tsp.Packet{{Type: tsp.Loop, Version: tsp.Version, HopCount: uint8(LoopHops - t.hops), Name: t.source}}
+	}
+	for _, p := range ls {
 		if p.Name != h.name {
 			h.forward(j, p)
 		}
@@ -632,10 +665,12 @@ func (h *Host) reconcile() {
 // A host that may not be master on j ignores j whenever it has a slavenet.
 //
 // The time sources come from the LOOPs of the two masters, which tell
-// them once a master has been heard for a whole round (heardLong). Until
-// then a decision that would move the host from one tree to the other
-// waits: j is ignored, and looked at again as soon as both are known
-// (lookIfKnown), a round or so later.
+// them once a master has been heard for a whole round (heardLong), or
+// from the masters' answers to our questions (source.go), a round
+// trip away. Until then a decision that would move the host from one tree
+// to the other waits: j is ignored, the masters are asked, and j is
+// decided as soon as both are known (lookIfKnown): at the answers, or a
+// round or so later where the masters answer nothing (BSD's).
 func (h *Host) settle(j int) {
 	if len(h.nets) == 1 {
 		h.slave = j // one network: no cycle, nothing to choose
@@ -653,6 +688,7 @@ func (h *Host) settle(j int) {
 	case eligible && rj != mine && !h.rootsKnown(j, q):
 		h.ignore(j, "time sources not known yet")
 		h.nets[j].waiting = true
+		h.askSources(j, q)
 	case h.slave < 0:
 		switch {
 		case rj < mine:
@@ -680,10 +716,11 @@ func (h *Host) settle(j int) {
 	}
 }
 
-// rootsKnown reports whether LOOPs have told the time sources of both
-// this host (its slavenet master's, if it has one) and q, master on j.
+// rootsKnown reports whether LOOPs or answers have told the time sources
+// of both this host (its slavenet master's, if it has one) and q, master
+// on j.
 func (h *Host) rootsKnown(j int, q Peer) bool {
-	return h.heardLong(j, q.Addr) && h.ownRootKnown()
+	return h.known(j, q.Addr) && h.ownRootKnown()
 }
 
 // heardLong: the master at a on network i has been heard for a whole sync
@@ -703,20 +740,31 @@ func (h *Host) ownRootKnown() bool {
 		return true
 	}
 	mp, ok := h.nets[h.slave].m.Master()
-	return ok && h.heardLong(h.slave, mp.Addr)
+	return ok && h.known(h.slave, mp.Addr)
 }
 
 // lookIfKnown looks at once at the networks waiting for the time sources
-// to be known, as soon as they are, rather than at the next look.
+// to be known, as soon as they are, rather than at the next look: where
+// the master waited for has answered, resumeWaiting decides about it at
+// once; otherwise the network is looked at as by its look timer.
 func (h *Host) lookIfKnown() {
 	if !h.ownRootKnown() {
 		return
 	}
 	for j, n := range h.nets {
-		if !n.waiting || n.mode != netIgnored {
+		if n.mode != netIgnored {
 			continue
 		}
-		if a, _, ok := h.latestLoop(j); ok && h.heardLong(j, a) {
+		if q := n.waitFor; q.Addr.IsValid() {
+			if _, ok := h.told(j, q.Addr); ok {
+				h.resumeWaiting(j)
+				continue
+			}
+		}
+		if !n.waiting {
+			continue
+		}
+		if a, _, ok := h.latestLoop(j); ok && h.known(j, a) {
 			h.emit(j, CancelTimer{ID: TimerLook})
 			h.look(j)
 		}
@@ -742,7 +790,7 @@ func (h *Host) ignore(j int, reason string) {
 	}
 	h.silenced[j] = true
 	h.stepMachine(j, Stop{})
-	n.mode, n.waiting = netIgnored, false
+	n.mode, n.waiting, n.waitFor = netIgnored, false, Peer{}
 	if h.slave == j {
 		h.slave = -1
 	}
@@ -763,8 +811,10 @@ func (h *Host) armLook(j int) {
 // heard, when the host has no time source of its own, or when the master
 // (the sender of the latest LOOP) serves another source than this host's
 // and the rules would have the host switch to it or take the network
-// over. A master heard for less than a round is left for the next look:
-// its LOOPs have not told its time source yet.
+// over. A master heard for less than a round is asked for its source
+// (and this host's own master, if need be), and decided about at the
+// answers, else left for the next look: its LOOPs have not told its time
+// source yet.
 func (h *Host) look(j int) {
 	if h.nets[j].mode != netIgnored {
 		return
@@ -772,43 +822,53 @@ func (h *Host) look(j int) {
 	why, pending := h.lookReason(j)
 	if why == "" {
 		// Still waiting, if the sources are not known yet.
-		h.nets[j].waiting = h.nets[j].waiting && pending
+		h.nets[j].waiting = h.nets[j].waiting && pending.Addr.IsValid()
+		if pending.Addr.IsValid() {
+			h.askSources(j, pending)
+		}
 		h.armLook(j)
 		return
 	}
-	h.nets[j].mode, h.nets[j].waiting = netRunning, false
+	h.resume(j, why)
+}
+
+// resume takes ignored network j back into use: its machine starts
+// afresh.
+func (h *Host) resume(j int, why string) {
+	h.nets[j].mode, h.nets[j].waiting, h.nets[j].waitFor = netRunning, false, Peer{}
 	h.emit(j, Ignored{On: false, Reason: why})
 	h.stepMachine(j, Start{})
 }
 
-// lookReason says why network j should be taken back into use, or ""; pending
-// reports that its master has not been heard long enough (or this host's
-// own) to know their time sources.
-func (h *Host) lookReason(j int) (why string, pending bool) {
+// lookReason says why network j should be taken back into use, or "";
+// pending is its master (the sender of its latest LOOP) when that has not
+// been heard long enough (or this host's own) to know their time sources,
+// else zero.
+func (h *Host) lookReason(j int) (why string, pending Peer) {
 	n := h.nets[j]
 	if h.slave < 0 && h.firstMastered() < 0 {
-		return "no time source elsewhere", false
+		return "no time source elsewhere", Peer{}
 	}
 	if !n.cfg.MayBeMaster {
-		return "", false // it could neither serve j nor leave its slavenet for it
+		return "", Peer{} // it could neither serve j nor leave its slavenet for it
 	}
 	a, name, ok := h.latestLoop(j)
 	if !ok {
-		return "no master heard", false
+		return "no master heard", Peer{}
 	}
-	if !h.heardLong(j, a) || !h.ownRootKnown() {
-		return "", true
+	if !h.known(j, a) || !h.ownRootKnown() {
+		return "", Peer{Name: name, Addr: a}
 	}
 	mine := h.root()
 	r, _ := h.rootAt(j, a, name)
 	switch {
 	case r == h.name || r == mine || h.downstream(j, a):
 	case r < mine:
-		return "master " + name + " with time source " + r + ", which outranks " + mine, false
+		return "master " + name + " with time source " + r + ", which outranks " + mine, Peer{}
 	default:
-		return "master " + name + " with time source " + r + ", outranked by " + mine, false
+		return "master " + name + " with time source " + r + ", outranked by " + mine, Peer{}
 	}
-	return "", false
+	return "", Peer{}
 }
 
 // latestLoop is the sender of the latest LOOP heard on network j within

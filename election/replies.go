@@ -30,7 +30,10 @@ type ReplyRule struct {
 // immediate answer in either (ELECTION is answered by ACCEPT/REFUSE or
 // QUIT, a decision rather than an acknowledgement; MASTERUP by SLAVEUP,
 // after the answer delay). The machine's rows are walked by
-// TestReplyTable; the runtime's by the integration tests.
+// TestReplyTable; the runtime's by the integration tests. Our version-2
+// extensions, which BSD drops unread, are not rows: a Host that is master
+// on the network answers tsp.ExtSourceReq with tsp.ExtSource (source.go,
+// TestHostTellsSource), and the probe is the clock layer's.
 var Replies = []ReplyRule{
 	{Type: tsp.AdjTime, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from the address of the master followed; none otherwise"},
 	{Type: tsp.SetTime, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from the address of the master followed; none otherwise"},

@@ -34,6 +34,11 @@
 //     towards the host's clock, takes no vote and answers Own = 0; so do
 //     the rounds after a date change. A voting round's Own is applied only
 //     if the network still votes when the round ends.
+//   - AskSource and TellSource (a gateway asking a master which time
+//     source it serves, and the answer) go out as our version-2
+//     tsp.ExtSourceReq and tsp.ExtSource, unicast; those received come
+//     back to the Host as SourceQuery and SourceAnswer on the network
+//     they came from (ext.go).
 //   - Ignored and CycleDetected are logged (a few lines a minute per
 //     network or source) and, with LOOPs from a second master on a network
 //     the host masters, counted: loops_detected in the status,
@@ -60,7 +65,8 @@
 //
 // --bsd-compat (Options.BSDCompat, hidden, for tests) makes the daemon
 // BSD's on the wire: version 2 is dropped unread and never sent, so it
-// measures by ICMP and is measured so.
+// measures by ICMP and is measured so, and neither asks masters for their
+// time sources nor answers (LOOPs tell them, a round later).
 //
 // # One goroutine
 //
@@ -82,7 +88,7 @@
 // applies corrections to the host clock; alarm.go shows the max-step
 // alarm and steps the clock at the operator's request (timedc step);
 // date.go the date path; ext.go our version-2 extensions (clock probes,
-// ring elections); measure.go measures a slave by probe or ICMP and
+// ring elections, questions for time sources); measure.go measures a slave by probe or ICMP and
 // remembers which it answers; ring.go hosts election/ring/live's runner
 // of live ring elections (timedc ring elect); status.go, control.go,
 // metrics.go and notify.go are what the daemon tells timedc, Prometheus

@@ -1,16 +1,19 @@
 package timed
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/udp"
 )
 
 // receiveExt handles our version-2 extensions: clock probes are answered
 // at once (their timestamps are backdated to the kernel's arrival stamp,
-// so time spent queued here does not count), replies go to the prober.
+// so time spent queued here does not count), replies go to the prober;
+// questions for time sources and their answers go to the Host.
 func (d *Daemon) receiveExt(r udp.Received) {
 	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, Waited: time.Since(r.At)}
 	switch r.Ext.Kind {
@@ -30,9 +33,63 @@ func (d *Daemon) receiveExt(r udp.Received) {
 		d.probe.Deliver(dg)
 	case tsp.ExtRing, tsp.ExtRingCtl:
 		d.ring.Receive(r.From, *r.Ext)
+	case tsp.ExtSourceReq, tsp.ExtSource:
+		d.sourcePacket(r)
 	default:
 		if e := d.peerLog("dropped: extension not served", r.From); e != nil {
 			e.WithField("kind", r.Ext.Kind.String()).Debug("dropped: extension not served")
 		}
+	}
+}
+
+// sourcePacket hands a question for our time source, or an answer to one
+// of ours, to the Host, on the network it came from (election/source.go):
+// the Host answers only where it is master, and takes an answer only from
+// the address it asked, with the sequence number it asked.
+func (d *Daemon) sourcePacket(r udp.Received) {
+	rt := d.runtimeFor(r.Network)
+	if rt == nil {
+		return // the transport delivers extensions only from a served network
+	}
+	var ev election.Event = election.SourceQuery{From: r.From, Seq: r.Ext.Seq}
+	if r.Ext.Kind == tsp.ExtSource {
+		s, err := tsp.UnmarshalSource(r.Ext.Payload)
+		if err != nil {
+			if e := d.peerLog("bad time-source answer", r.From); e != nil {
+				e.WithError(err).Debug("bad time-source answer")
+			}
+			return
+		}
+		ev = election.SourceAnswer{From: r.From, Seq: r.Ext.Seq, Source: s.Name, Hops: int(s.Hops)}
+	}
+	rt.step(ev, time.Time{})
+}
+
+// askSource asks a master on this runtime's network which time source it
+// serves; tellSource answers such a question. A --bsd-compat daemon sends
+// neither (the Host's LOOPs decide then, as BSD's).
+func (rt *netRuntime) askSource(a election.AskSource) {
+	rt.sendExt(tsp.ExtPacket{Kind: tsp.ExtSourceReq, Seq: a.Seq}, a.To.Addr)
+}
+
+func (rt *netRuntime) tellSource(a election.TellSource) {
+	payload, err := tsp.SourcePayload{Name: a.Source, Hops: uint8(min(max(a.Hops, 0), election.LoopHops))}.Marshal()
+	if err != nil {
+		rt.log.WithError(err).Debug("time-source answer not sent")
+		return
+	}
+	rt.sendExt(tsp.ExtPacket{Kind: tsp.ExtSource, Seq: a.Seq, Payload: payload}, a.To)
+}
+
+func (rt *netRuntime) sendExt(p tsp.ExtPacket, to netip.AddrPort) {
+	if rt.d.bsdCompat {
+		return
+	}
+	err := rt.d.tr.SendExt(&p, to)
+	if rt.d.st.trace {
+		rt.log.WithField("to", to.String()).Info("sent " + p.Kind.String())
+	}
+	if err != nil {
+		rt.log.WithError(err).WithField("kind", p.Kind.String()).Debug("send failed")
 	}
 }

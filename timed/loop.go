@@ -87,6 +87,10 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.ignored(a)
 	case election.CycleDetected:
 		rt.cycleDetected(a)
+	case election.AskSource:
+		rt.askSource(a)
+	case election.TellSource:
+		rt.tellSource(a)
 	default:
 		rt.log.WithField("action", a).Error("unknown action from the election")
 	}

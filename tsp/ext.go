@@ -20,10 +20,13 @@ const (
 	ExtProbeReply ExtKind = 0x81 // clock probe reply (clocksync)
 	ExtRing       ExtKind = 0x82 // ring-election message (election/ring)
 	ExtRingCtl    ExtKind = 0x83 // ring-election control: start, result (timedc ring)
+	ExtSourceReq  ExtKind = 0x84 // "which time source do you serve?" to a master (election.Host); no payload
+	ExtSource     ExtKind = 0x85 // a master's answer to ExtSourceReq: SourcePayload, the query's Seq
 )
 
 var extNames = map[ExtKind]string{
 	ExtProbe: "PROBE", ExtProbeReply: "PROBEREPLY", ExtRing: "RING", ExtRingCtl: "RINGCTL",
+	ExtSourceReq: "SOURCEREQ", ExtSource: "SOURCE",
 }
 
 func (k ExtKind) String() string {
@@ -100,4 +103,46 @@ func UnmarshalExt(b []byte) (ExtPacket, error) {
 	}
 	e.Payload = append([]byte(nil), b[extHeaderSize+nlen:]...)
 	return e, nil
+}
+
+// SourcePayload is the payload of ExtSource: the time source a master
+// serves (the top of its tree of masters, what its LOOPs tell in a round)
+// and how many gateways away it is (0: the master is its own source).
+//
+//	0 hops | 1 name length | 2.. name (no NUL)
+type SourcePayload struct {
+	Name string
+	Hops uint8
+}
+
+const sourceHeaderSize = 2
+
+// ErrBadSource is returned for an ExtSource payload that does not decode.
+var ErrBadSource = errors.New("bad time-source payload")
+
+// Marshal encodes the payload.
+func (s SourcePayload) Marshal() ([]byte, error) {
+	if s.Name == "" || len(s.Name) > MaxNameLen || !ValidName(s.Name) {
+		return nil, fmt.Errorf("encode source %q: %w", s.Name, ErrBadSource)
+	}
+	b := make([]byte, sourceHeaderSize, sourceHeaderSize+len(s.Name))
+	b[0], b[1] = s.Hops, byte(len(s.Name))
+	return append(b, s.Name...), nil
+}
+
+// UnmarshalSource decodes an ExtSource payload. The name must be a
+// printable host name, as every name tsp decodes.
+func UnmarshalSource(b []byte) (SourcePayload, error) {
+	if len(b) < sourceHeaderSize {
+		return SourcePayload{}, &DecodeError{ErrBadSource, fmt.Sprintf("%d bytes, needs ≥ %d", len(b), sourceHeaderSize)}
+	}
+	n := int(b[1])
+	if n == 0 || n > MaxNameLen || len(b) != sourceHeaderSize+n {
+		return SourcePayload{}, &DecodeError{ErrBadSource, fmt.Sprintf("%d bytes with a name of %d", len(b), n)}
+	}
+	s := SourcePayload{Hops: b[0], Name: string(b[sourceHeaderSize:])}
+	if !ValidName(s.Name) {
+		return SourcePayload{}, badName(s.Name)
+	}
+	return s, nil
 }

@@ -68,3 +68,33 @@ func FuzzUnmarshalExt(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnmarshalSource: the time-source payload decoder never panics, what
+// it accepts has a valid non-empty name, and decode → encode is the
+// identity on the bytes.
+func FuzzUnmarshalSource(f *testing.F) {
+	seed, _ := SourcePayload{Name: "a1", Hops: 2}.Marshal()
+	f.Add(seed)
+	f.Add([]byte{0, 0})
+	f.Add([]byte{1, 0xFF, 'x'})
+	f.Add([]byte{0, 2, 'a', 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := UnmarshalSource(b)
+		if err != nil {
+			if s != (SourcePayload{}) {
+				t.Fatalf("error %v with a non-zero payload %+v", err, s)
+			}
+			return
+		}
+		if s.Name == "" || !ValidName(s.Name) {
+			t.Fatalf("accepted name %q", s.Name)
+		}
+		enc, err := s.Marshal()
+		if err != nil {
+			t.Fatalf("decoded %+v does not encode: %v", s, err)
+		}
+		if !bytes.Equal(enc, b) {
+			t.Fatalf("unstable: %x → %+v → %x", b, s, enc)
+		}
+	})
+}

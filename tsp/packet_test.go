@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,6 +291,35 @@ func TestHostileNameRejected(t *testing.T) {
 	for _, name := range []string{"", "tsa", "hostb.example.com", "host_1-a"} {
 		if !ValidName(name) {
 			t.Errorf("%q refused", name)
+		}
+	}
+}
+
+func TestSourcePayload(t *testing.T) {
+	b, err := SourcePayload{Name: "a1.example", Hops: 3}.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalSource(b)
+	if err != nil || got != (SourcePayload{Name: "a1.example", Hops: 3}) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for name, bad := range map[string][]byte{
+		"empty":       {},
+		"no name":     {0, 0},
+		"short name":  {0, 5, 'a'},
+		"extra bytes": append(slices.Clone(b), 0),
+	} {
+		if _, err := UnmarshalSource(bad); !errors.Is(err, ErrBadSource) {
+			t.Errorf("%s: err %v, want ErrBadSource", name, err)
+		}
+	}
+	if _, err := UnmarshalSource([]byte{0, 3, 'a', '\n', 'b'}); !errors.Is(err, ErrBadName) {
+		t.Errorf("control byte in the name: err %v, want ErrBadName", err)
+	}
+	for _, s := range []SourcePayload{{}, {Name: "a b"}, {Name: strings.Repeat("x", MaxNameLen+1)}} {
+		if _, err := s.Marshal(); err == nil {
+			t.Errorf("%q encoded", s.Name)
 		}
 	}
 }

@@ -29,6 +29,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.txt with the output 
 //
 //	nodes N [noneligible=n3,n4] [trusted=n1,n2]  N nodes n1…nN (fast timers, answer delay 0, 1 ms links)
 //	topology A=a1,gw B=gw,b1 [noneligible=b1]     networks A, B…, each with its nodes; a node on several is a gateway
+//	         [noext=a1,b1]                        (noext: nodes that drop version 2 and send none, as BSD's)
 //	start n1 n2 … | start all                    boot nodes now
 //	run 2s [quiet]                                advance virtual time (quiet: no packet lines)
 //	elect n2 n3 gw/B                              ForceElection (timedc election / TEST), all at the same instant;
@@ -172,17 +173,17 @@ func (e *scriptEnv) setup(n *Net) {
 }
 
 // topology builds networks and nodes from "A=a1,gw B=gw,b1" (and
-// noneligible=…): nodes in order of first mention.
+// noneligible=…, noext=…): nodes in order of first mention.
 func (e *scriptEnv) topology(args []string) {
 	n := New(1)
-	noneligible := map[string]bool{}
+	flags := map[string]map[string]bool{"noneligible": {}, "noext": {}}
 	on := map[string][]int{}
 	var order []string
 	for _, a := range args {
 		k, v, _ := strings.Cut(a, "=")
-		if k == "noneligible" {
+		if set, ok := flags[k]; ok {
 			for _, name := range strings.Split(v, ",") {
-				noneligible[name] = true
+				set[name] = true
 			}
 			continue
 		}
@@ -201,8 +202,8 @@ func (e *scriptEnv) topology(args []string) {
 	}
 	for _, name := range order {
 		c := goldenConfig(name)
-		c.MayBeMaster = !noneligible[name]
-		n.AddOn(c, on[name]...)
+		c.MayBeMaster = !flags["noneligible"][name]
+		n.AddOn(c, on[name]...).NoExt = flags["noext"][name]
 	}
 	e.setup(n)
 	e.mcheck = CheckMulti(n, goldenConfig("x"))

@@ -16,7 +16,8 @@ import (
 // networks of 2–5 nodes each, joined by 1–4 gateways (on two or three
 // networks each; some seeds put them in a ring, so that the gateways form
 // a cycle), every host on the fast profile with a simulated clock, a
-// third of the sites with a -F list of the hosts that may be master. During
+// third of the sites with a -F list of the hosts that may be master, a
+// third with some hosts that drop version 2 as BSD's (NoExt). During
 // the faults (crashes, restarts, partitions of one network, loss,
 // duplication, reordering, forced elections) MultiChecker's invariants hold
 // after every step. Then everything heals, and within Bound (multiBound)
@@ -92,6 +93,11 @@ func randomSite(seed uint64, r *rand.Rand) *Net {
 		}
 		for _, nd := range n.Nodes {
 			nd.Cfg.Trusted = trusted
+		}
+	}
+	if r.IntN(3) == 0 { // BSD's daemons among ours: they neither ask for time sources nor answer
+		for _, nd := range n.Nodes {
+			nd.NoExt = r.IntN(3) == 0
 		}
 	}
 	n.SimClocks = true

@@ -80,31 +80,34 @@ func (l Link) MaxDelay() time.Duration { return l.MaxLatency + l.ReorderDelay }
 var DefaultLink = Link{MinLatency: time.Millisecond, MaxLatency: 5 * time.Millisecond}
 
 // Stats counts datagrams. A broadcast is one send and N−1 deliveries.
+// The version-2 extensions (a Host's questions for time sources) are
+// counted apart, by kind.
 type Stats struct {
-	Sent      map[tsp.Type]int
-	Delivered map[tsp.Type]int
-	Lost      int
+	Sent         map[tsp.Type]int
+	Delivered    map[tsp.Type]int
+	SentExt      map[tsp.ExtKind]int
+	DeliveredExt map[tsp.ExtKind]int
+	Lost         int
 }
 
 // Total is the number of datagrams sent.
-func (s *Stats) Total() int {
-	n := 0
-	for _, c := range s.Sent {
-		n += c
-	}
-	return n
-}
+func (s *Stats) Total() int { return sum(s.Sent) + sum(s.SentExt) }
 
 // TotalDelivered is the number of datagrams delivered.
-func (s *Stats) TotalDelivered() int {
+func (s *Stats) TotalDelivered() int { return sum(s.Delivered) + sum(s.DeliveredExt) }
+
+func sum[K comparable](m map[K]int) int {
 	n := 0
-	for _, c := range s.Delivered {
+	for _, c := range m {
 		n += c
 	}
 	return n
 }
 
-func newStats() Stats { return Stats{Sent: map[tsp.Type]int{}, Delivered: map[tsp.Type]int{}} }
+func newStats() Stats {
+	return Stats{Sent: map[tsp.Type]int{}, Delivered: map[tsp.Type]int{},
+		SentExt: map[tsp.ExtKind]int{}, DeliveredExt: map[tsp.ExtKind]int{}}
+}
 
 // Node is one simulated daemon.
 type Node struct {
@@ -124,6 +127,10 @@ type Node struct {
 	H  *election.Host
 	M  *election.Machine
 	Up bool
+	// NoExt: the node drops version-2 datagrams unread and sends none, as
+	// BSD's daemon (and ours with --bsd-compat): it neither asks masters
+	// for their time sources nor answers them.
+	NoExt bool
 
 	inc    int // incarnation: bumped by every crash, so stale events die
 	timers map[timerKey]*vtime.Event
@@ -538,6 +545,14 @@ func (n *Net) apply(nd *Node, net int, a election.Action) {
 		}
 		n.tracef("%s > %s %s", who, dst.nd.Name, what)
 		n.transmit(nd, net, dst.nd, a.Packet)
+	case election.AskSource:
+		n.sendExt(nd, net, a.To.Addr, tsp.ExtSourceReq, "", func(from netip.AddrPort) election.Event {
+			return election.SourceQuery{From: from, Seq: a.Seq}
+		})
+	case election.TellSource:
+		n.sendExt(nd, net, a.To, tsp.ExtSource, fmt.Sprintf(" %s %d", a.Source, a.Hops), func(from netip.AddrPort) election.Event {
+			return election.SourceAnswer{From: from, Seq: a.Seq, Source: a.Source, Hops: a.Hops}
+		})
 	case election.SetTimer:
 		k := timerKey{net, a.ID}
 		if ev := nd.timers[k]; ev != nil {
@@ -608,9 +623,41 @@ func (n *Net) clockRound(nd *Node, r election.SyncRound) election.SyncResult {
 	return res
 }
 
+// sendExt unicasts a version-2 extension datagram of kind k from nd (its
+// network net) to the address to, where ev is the event the receiver
+// gets; a node with NoExt sends none and drops those it receives.
+func (n *Net) sendExt(nd *Node, net int, to netip.AddrPort, k tsp.ExtKind, detail string, ev func(from netip.AddrPort) election.Event) {
+	if nd.NoExt {
+		return
+	}
+	who := n.label(nd, net)
+	n.Stats.SentExt[k]++
+	dst, ok := n.byAddr[to]
+	if !ok || dst.nd.Nets[dst.net] != nd.Nets[net] {
+		n.tracef("%s > %v %v (no such host)", who, to, k)
+		return
+	}
+	n.tracef("%s > %s %v%s", who, dst.nd.Name, k, detail)
+	n.carry(nd, net, dst.nd, func() bool {
+		if dst.nd.NoExt {
+			return false
+		}
+		n.Stats.DeliveredExt[k]++
+		return true
+	}, ev)
+}
+
 // transmit puts one datagram on the link from src (its network net) to
 // dst, on the same network.
 func (n *Net) transmit(src *Node, net int, dst *Node, p tsp.Packet) {
+	n.carry(src, net, dst, func() bool { n.Stats.Delivered[p.Type]++; return true }, func(from netip.AddrPort) election.Event {
+		return election.Recv{Packet: p, From: from}
+	})
+}
+
+// carry puts one datagram on the link from src (its network net) to dst:
+// at its arrival, if the receiver takes it (accept), dst gets ev.
+func (n *Net) carry(src *Node, net int, dst *Node, accept func() bool, ev func(from netip.AddrPort) election.Event) {
 	w := n.Networks[src.Nets[net]]
 	l := n.Link(src.ID, dst.ID)
 	copies := 1
@@ -633,8 +680,9 @@ func (n *Net) transmit(src *Node, net int, dst *Node, p tsp.Packet) {
 				n.Stats.Lost++
 				return
 			}
-			n.Stats.Delivered[p.Type]++
-			n.step(dst, dnet, election.Recv{Packet: p, From: from})
+			if accept() {
+				n.step(dst, dnet, ev(from))
+			}
 		})
 	}
 }

@@ -1,0 +1,85 @@
+package tests
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// TestTimeSourceLive: a live master answers our version-2 question for
+// its time source (SOURCEREQ) with SOURCE, the question's seq echoed, its
+// own name and 0 hops (it follows nobody); a slave takes the question and
+// answers nothing (only masters serve a source).
+func TestTimeSourceLive(t *testing.T) {
+	t.Parallel()
+	c := newAttackCluster(t)
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ask := func(to *node, seq uint16) {
+		t.Helper()
+		b, err := (&tsp.ExtPacket{Kind: tsp.ExtSourceReq, Seq: seq, Name: "asker"}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.WriteToUDP(b, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: to.port}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ask(c.master, 31)
+	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := conn.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("SOURCEREQ to the master %s: no answer: %v", c.master.name, err)
+		}
+		e, err := tsp.UnmarshalExt(buf[:n])
+		if err != nil || from.Port != c.master.port || e.Kind != tsp.ExtSource || e.Seq != 31 {
+			continue
+		}
+		s, err := tsp.UnmarshalSource(e.Payload)
+		if err != nil || s.Name != c.master.name || s.Hops != 0 || e.Name != c.master.name {
+			t.Fatalf("answer %+v, payload %+v, %v: want the master's own name, 0 hops", e, s, err)
+		}
+		break
+	}
+
+	// The slave: the question, then MSITE, which the daemon takes in the
+	// order they came (one queue, one loop) and answers with an ACK. No
+	// SOURCE may come before that ACK.
+	slave := c.slaves[0]
+	ask(slave, 32)
+	msite, err := (&tsp.Packet{Type: tsp.MSite, Version: tsp.Version, Seq: 33, Name: "asker"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.WriteToUDP(msite, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: slave.port}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n, from, err := conn.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("MSITE to the slave %s: no ACK: %v", slave.name, err)
+		}
+		if from.Port != slave.port {
+			continue
+		}
+		if e, err := tsp.UnmarshalExt(buf[:n]); err == nil && e.Kind == tsp.ExtSource {
+			t.Fatalf("the slave %s answered the question: %+v", slave.name, e)
+		}
+		if p, err := tsp.Unmarshal(buf[:n]); err == nil && p.Type == tsp.Ack && p.Seq == 33 {
+			break
+		}
+	}
+}
