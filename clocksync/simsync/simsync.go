@@ -75,6 +75,45 @@ type Config struct {
 
 	SkipRounds  int           // rounds before sampling starts (default 3)
 	SampleEvery time.Duration // sampling period of the spread (default 1 s)
+
+	// LocalStep is where an Applier steps instead of slewing (ours; BSD
+	// settings step at 20 s). Default as the daemon's localStepThreshold:
+	// SlewStepThreshold, or what adjtime's 500 ppm slews in one Interval
+	// if that is less (2 ms in the fast profile's 4 s rounds).
+	LocalStep time.Duration
+
+	// Sched delays the datagrams of every daemon after they were
+	// stamped: the gap between reading the clock and the packet leaving,
+	// under CPU contention (the probe's t1 and t3 and SETTIME's time are
+	// read in user space before the write). Noisy adds its delays to the
+	// first slave's replies only, on top: a slave whose readings carry
+	// scheduling delays.
+	Sched, Noisy Sched
+
+	// Trace, if set, is called at the start of every round with the
+	// state the previous rounds left (analysis and benchmarks only).
+	Trace func(RoundTrace)
+}
+
+// Sched is a scheduling delay: with probability Prob a datagram leaves
+// late by a delay uniform in [0, Max] after its timestamp was read.
+type Sched struct {
+	Prob float64
+	Max  time.Duration
+}
+
+// RoundTrace is the clocks' state when a round starts, before it measures:
+// what the previous round's corrections and the time since have left.
+type RoundTrace struct {
+	Round  int           // the round about to start, from 1
+	At     time.Duration // virtual time since the start
+	Spread time.Duration // largest offset between two clocks (faulty node excluded)
+	// Pending is the largest slew still unfinished on any clock.
+	Pending time.Duration
+	// FreqSpreadPPM is the largest difference between two clocks' rates
+	// (natural drift plus frequency setting), faulty node excluded: what
+	// the spread grows by, per second, until the next correction.
+	FreqSpreadPPM float64
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +153,10 @@ func (c Config) withDefaults() Config {
 		c.SkipRounds = 3
 	}
 	def(&c.SampleEvery, time.Second)
+	if c.LocalStep <= 0 {
+		slewable := time.Duration(float64(c.Interval) * clocksync.MaxSlewPPM / 1e6)
+		c.LocalStep = max(min(clocksync.SlewStepThreshold, slewable), time.Microsecond)
+	}
 	return c
 }
 
@@ -132,11 +175,16 @@ type Result struct {
 	// had after the first round: max over used samples of RTT/2 − DelayMin
 	// (each one-way delay is at least DelayMin, so the asymmetry error of a
 	// sample is at most (RTT − 2·DelayMin)/2).
-	Eps     time.Duration
-	Rounds  int
-	Steps   int // corrections applied by stepping (all clocks)
-	Refused int // corrections refused as beyond max-step
-	Lost    int // corrections never delivered (all retries lost)
+	Eps    time.Duration
+	Rounds int
+	// Converged is the number of rounds after which the spread (sampled
+	// every SampleEvery from the first round on) stayed below 1 ms until
+	// the end: the rounds started before the first sample of that last
+	// good stretch. −1 if the spread was at or above 1 ms at the end.
+	Converged int
+	Steps     int // corrections applied by stepping (all clocks)
+	Refused   int // corrections refused as beyond max-step
+	Lost      int // corrections never delivered (all retries lost)
 }
 
 const (
@@ -149,6 +197,7 @@ const (
 
 type node struct {
 	name    string
+	drift   float64 // natural drift, ppm
 	addr    netip.AddrPort
 	clock   *clocksync.SimClock
 	applier *clocksync.Applier
@@ -159,13 +208,17 @@ type node struct {
 }
 
 type sim struct {
-	cfg    Config
-	s      *vtime.Scheduler
-	rng    *rand.Rand
-	nodes  []*node
-	res    Result
-	seq    uint16
-	faulty int
+	// lastBad is the rounds started when the spread was last sampled at
+	// or above 1 ms; -1: never.
+	lastBad int
+	roundAt time.Time // when the last round started
+	cfg     Config
+	s       *vtime.Scheduler
+	rng     *rand.Rand
+	nodes   []*node
+	res     Result
+	seq     uint16
+	faulty  int
 }
 
 // Run runs one simulation.
@@ -193,6 +246,7 @@ func Run(cfg Config) (Result, error) {
 		}
 		clk := clocksync.NewSimClock(sm.s, sc)
 		n := &node{
+			drift: sc.DriftPPM,
 			name:  fmt.Sprintf("host%02d", i),
 			addr:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 525),
 			clock: clk,
@@ -200,8 +254,9 @@ func Run(cfg Config) (Result, error) {
 		}
 		n.applier = &clocksync.Applier{Clock: clk, Log: log}
 		if !cfg.BSD {
-			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{})
-			n.applier.StepThreshold = clocksync.SlewStepThreshold
+			n.applier.StepThreshold = cfg.LocalStep
+			// The daemon's baseline: most of a round.
+			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{MinInterval: cfg.Interval * 3 / 4})
 		}
 		sm.nodes = append(sm.nodes, n)
 	}
@@ -210,7 +265,9 @@ func Run(cfg Config) (Result, error) {
 		sm.s.After(cfg.FaultAt, func() { _ = f.clock.Step(f.clock.Now().Add(cfg.FaultStepBy)) })
 	}
 	end := vtime.Epoch.Add(cfg.Duration)
+	sm.lastBad = -1
 	sm.s.After(firstRound, sm.round)
+	sm.s.After(firstRound, sm.sample)
 	sm.s.RunUntil(end)
 	sm.finish()
 	return sm.res, nil
@@ -222,14 +279,24 @@ func (sm *sim) delay() time.Duration {
 
 func (sm *sim) lost() bool { return sm.rng.Float64() < sm.cfg.Loss }
 
+// late draws a scheduling delay (no draw at all when there is none, so
+// that runs without stay as they were).
+func (sm *sim) late(s Sched) time.Duration {
+	if s.Prob <= 0 || sm.rng.Float64() >= s.Prob {
+		return 0
+	}
+	return time.Duration(sm.rng.Float64() * float64(s.Max))
+}
+
 // transmit encodes p, and unless the datagram is lost decodes it at the
-// far end after a one-way delay and calls deliver.
-func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, deliver func(clocksync.Datagram)) {
+// far end after a scheduling delay late and a one-way delay, and calls
+// deliver.
+func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, late time.Duration, deliver func(clocksync.Datagram)) {
 	b, err := p.Marshal()
 	if err != nil || sm.lost() {
 		return
 	}
-	sm.s.After(sm.delay(), func() {
+	sm.s.After(late+sm.delay(), func() {
 		q, err := tsp.UnmarshalExt(b)
 		if err == nil {
 			deliver(clocksync.Datagram{Packet: q, From: from})
@@ -240,7 +307,11 @@ func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, deliver func(clock
 // round is one master round: measure all slaves within measureWindow, then
 // compute the network time and correct everyone.
 func (sm *sim) round() {
+	if sm.cfg.Trace != nil {
+		sm.cfg.Trace(sm.trace())
+	}
 	sm.res.Rounds++
+	sm.roundAt = sm.s.Now()
 	round := sm.res.Rounds
 	master := sm.nodes[0]
 	samples := make([][]clocksync.Sample, len(sm.nodes))
@@ -279,9 +350,6 @@ func (sm *sim) round() {
 			sm.sendCorrection(i, c)
 		}
 		sm.count(master.applier.ApplyAdjust(clocksync.RoundCorrection(nt.Offset, rounding(copt))))
-		if round == sm.cfg.SkipRounds {
-			sm.s.After(time.Second, sm.sample)
-		}
 	})
 	sm.s.After(sm.cfg.Interval, sm.round)
 }
@@ -297,12 +365,16 @@ func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
 	t1 := master.clock.Now()
 	sent[i]++
 	req := tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: sm.seq, Name: master.name, Payload: clocksync.ProbePayload{T1: t1.UnixNano()}.Marshal()}
-	sm.transmit(req, master.addr, func(d clocksync.Datagram) {
+	sm.transmit(req, master.addr, sm.late(sm.cfg.Sched), func(d clocksync.Datagram) {
 		rep, err := slave.resp.Reply(d)
 		if err != nil {
 			return
 		}
-		sm.transmit(rep, slave.addr, func(d clocksync.Datagram) {
+		late := sm.late(sm.cfg.Sched)
+		if i == 1 {
+			late += sm.late(sm.cfg.Noisy)
+		}
+		sm.transmit(rep, slave.addr, late, func(d clocksync.Datagram) {
 			t4 := master.clock.Now()
 			pl, err := clocksync.UnmarshalProbe(d.Packet.Payload)
 			if err != nil || pl.T1 != t1.UnixNano() {
@@ -341,7 +413,11 @@ func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
 		}
 		acked := false
 		if !sm.lost() {
-			sm.s.After(sm.delay(), func() {
+			var late time.Duration
+			if c.Type == tsp.SetTime {
+				late = sm.late(sm.cfg.Sched) // the time was read before the write
+			}
+			sm.s.After(late+sm.delay(), func() {
 				q, err := tsp.Unmarshal(b)
 				if err != nil {
 					return
@@ -378,7 +454,9 @@ func (sm *sim) count(a clocksync.Applied, err error) {
 	_ = err
 }
 
-func (sm *sim) sample() {
+// spread is the largest offset between two clocks, the faulty node
+// excluded.
+func (sm *sim) spread() time.Duration {
 	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
 	for i, n := range sm.nodes {
 		if i == sm.faulty {
@@ -387,11 +465,48 @@ func (sm *sim) sample() {
 		o := n.clock.Offset()
 		lo, hi = min(lo, o), max(hi, o)
 	}
-	sm.res.Spread = append(sm.res.Spread, hi-lo)
+	return hi - lo
+}
+
+func (sm *sim) sample() {
+	sp := sm.spread()
+	if sp >= time.Millisecond {
+		sm.lastBad = sm.res.Rounds
+	}
+	if sm.res.Rounds > sm.cfg.SkipRounds || sm.res.Rounds == sm.cfg.SkipRounds && sm.s.Since(sm.roundAt) >= time.Second {
+		sm.res.Spread = append(sm.res.Spread, sp)
+	}
 	sm.s.After(sm.cfg.SampleEvery, sm.sample)
 }
 
+func (sm *sim) trace() RoundTrace {
+	t := RoundTrace{Round: sm.res.Rounds + 1, At: sm.s.Since(vtime.Epoch), Spread: sm.spread()}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, n := range sm.nodes {
+		st, _ := n.clock.State()
+		t.Pending = max(t.Pending, absDur(st.PendingSlew))
+		if i == sm.faulty {
+			continue
+		}
+		r := n.drift + st.FrequencyPPM
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	t.FreqSpreadPPM = hi - lo
+	return t
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
 func (sm *sim) finish() {
+	sm.res.Converged = sm.lastBad
+	if sm.spread() >= time.Millisecond {
+		sm.res.Converged = -1
+	}
 	if len(sm.res.Spread) == 0 {
 		return
 	}
