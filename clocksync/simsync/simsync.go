@@ -85,10 +85,20 @@ type Config struct {
 	// Sched delays the datagrams of every daemon after they were
 	// stamped: the gap between reading the clock and the packet leaving,
 	// under CPU contention (the probe's t1 and t3 and SETTIME's time are
-	// read in user space before the write). Noisy adds its delays to the
-	// first slave's replies only, on top: a slave whose readings carry
-	// scheduling delays.
-	Sched, Noisy Sched
+	// read in user space before the write), independently per datagram.
+	Sched Sched
+	// Noisy is a slave whose readings carry scheduling delays: in a
+	// round, with probability Noisy.Prob, every reply of the first slave
+	// leaves late by between Noisy.Max/2 and Noisy.Max (a busy host: the
+	// minimum-RTT sample of that round is as bad as the others).
+	Noisy Sched
+
+	// MakeStepOff turns off our stepping while unsynchronised
+	// (clocksync.DefaultMakeStep), to show what it gains.
+	MakeStepOff bool
+	// FilterOff turns off the master's outlier handling (RTT history,
+	// justified corrections), to show what it does.
+	FilterOff bool
 
 	// Trace, if set, is called at the start of every round with the
 	// state the previous rounds left (analysis and benchmarks only).
@@ -110,6 +120,10 @@ type RoundTrace struct {
 	Spread time.Duration // largest offset between two clocks (faulty node excluded)
 	// Pending is the largest slew still unfinished on any clock.
 	Pending time.Duration
+	// MeanFreqPPM is the mean frequency setting of the clocks (faulty
+	// node excluded): how much faster than the mean of their natural
+	// drifts the network runs because of the discipline.
+	MeanFreqPPM float64
 	// FreqSpreadPPM is the largest difference between two clocks' rates
 	// (natural drift plus frequency setting), faulty node excluded: what
 	// the spread grows by, per second, until the next correction.
@@ -164,8 +178,8 @@ func (c Config) withDefaults() Config {
 type Result struct {
 	// Spread holds, every SampleEvery after the first SkipRounds rounds, the
 	// largest offset between any two clocks, the faulty node excluded.
-	Spread        []time.Duration
-	P50, P99, Max time.Duration
+	Spread             []time.Duration
+	P50, P95, P99, Max time.Duration
 	// P99Late is the p99 over the samples of the last two thirds of the run:
 	// the steady state, once BSD's slews of the initial offsets are over
 	// (BSD slaves slew SETTIME differences below 20 s: ±1 s takes over an
@@ -182,9 +196,20 @@ type Result struct {
 	// the end: the rounds started before the first sample of that last
 	// good stretch. −1 if the spread was at or above 1 ms at the end.
 	Converged int
-	Steps     int // corrections applied by stepping (all clocks)
-	Refused   int // corrections refused as beyond max-step
-	Lost      int // corrections never delivered (all retries lost)
+	// ConvergedAt is when that last good stretch began, from the start
+	// (0 if it never did).
+	ConvergedAt time.Duration
+	// MeanFreqMaxPPM is the largest |RoundTrace.MeanFreqPPM| seen at the
+	// start of a round: the frequency the discipline pushed the whole
+	// network to, against its natural mean.
+	MeanFreqMaxPPM float64
+	// FreqWanderPPM is how far RoundTrace.MeanFreqPPM moved (max − min)
+	// from the start of round SkipRounds + 1 on: the network's frequency
+	// drifting once the first estimates are in.
+	FreqWanderPPM float64
+	Steps         int // corrections applied by stepping (all clocks)
+	Refused       int // corrections refused as beyond max-step
+	Lost          int // corrections never delivered (all retries lost)
 }
 
 const (
@@ -211,14 +236,19 @@ type sim struct {
 	// lastBad is the rounds started when the spread was last sampled at
 	// or above 1 ms; -1: never.
 	lastBad int
-	roundAt time.Time // when the last round started
-	cfg     Config
-	s       *vtime.Scheduler
-	rng     *rand.Rand
-	nodes   []*node
-	res     Result
-	seq     uint16
-	faulty  int
+	roundAt time.Time             // when the last round started
+	busy    bool                  // the noisy slave is busy this round
+	rtt     *clocksync.RTTHistory // the master's; nil with BSD settings
+	// freqLo, freqHi: the range of the mean frequency since round
+	// SkipRounds + 1.
+	freqLo, freqHi float64
+	cfg            Config
+	s              *vtime.Scheduler
+	rng            *rand.Rand
+	nodes          []*node
+	res            Result
+	seq            uint16
+	faulty         int
 }
 
 // Run runs one simulation.
@@ -255,6 +285,9 @@ func Run(cfg Config) (Result, error) {
 		n.applier = &clocksync.Applier{Clock: clk, Log: log}
 		if !cfg.BSD {
 			n.applier.StepThreshold = cfg.LocalStep
+			if !cfg.MakeStepOff {
+				n.applier.MakeStep = clocksync.DefaultMakeStep
+			}
 			// The daemon's baseline: most of a round.
 			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{MinInterval: cfg.Interval * 3 / 4})
 		}
@@ -266,6 +299,9 @@ func Run(cfg Config) (Result, error) {
 	}
 	end := vtime.Epoch.Add(cfg.Duration)
 	sm.lastBad = -1
+	if !cfg.BSD && !cfg.FilterOff {
+		sm.rtt = clocksync.NewRTTHistory(0)
+	}
 	sm.s.After(firstRound, sm.round)
 	sm.s.After(firstRound, sm.sample)
 	sm.s.RunUntil(end)
@@ -307,9 +343,18 @@ func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, late time.Duration
 // round is one master round: measure all slaves within measureWindow, then
 // compute the network time and correct everyone.
 func (sm *sim) round() {
-	if sm.cfg.Trace != nil {
-		sm.cfg.Trace(sm.trace())
+	tr := sm.trace()
+	sm.res.MeanFreqMaxPPM = math.Max(sm.res.MeanFreqMaxPPM, math.Abs(tr.MeanFreqPPM))
+	if tr.Round == sm.cfg.SkipRounds+1 {
+		sm.freqLo, sm.freqHi = tr.MeanFreqPPM, tr.MeanFreqPPM
+	} else if tr.Round > sm.cfg.SkipRounds {
+		sm.freqLo, sm.freqHi = math.Min(sm.freqLo, tr.MeanFreqPPM), math.Max(sm.freqHi, tr.MeanFreqPPM)
+		sm.res.FreqWanderPPM = sm.freqHi - sm.freqLo
 	}
+	if sm.cfg.Trace != nil {
+		sm.cfg.Trace(tr)
+	}
+	sm.busy = sm.cfg.Noisy.Prob > 0 && sm.rng.Float64() < sm.cfg.Noisy.Prob
 	sm.res.Rounds++
 	sm.roundAt = sm.s.Now()
 	round := sm.res.Rounds
@@ -322,6 +367,7 @@ func (sm *sim) round() {
 	sm.s.After(measureWindow, func() {
 		offsets := make([]clocksync.HostOffset, 0, len(sm.nodes)-1)
 		meas := make([]*clocksync.Measurement, len(sm.nodes))
+		excess := make([]time.Duration, len(sm.nodes))
 		for i := 1; i < len(sm.nodes); i++ {
 			m, err := clocksync.BestSample(samples[i], sent[i])
 			if err != nil {
@@ -329,7 +375,9 @@ func (sm *sim) round() {
 				continue
 			}
 			meas[i] = &m
-			offsets = append(offsets, clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: true, Responsive: true})
+			j := sm.rtt.Judge(sm.nodes[i].name, m)
+			excess[i] = j.Slack
+			offsets = append(offsets, clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: true, Responsive: !j.Outlier})
 			if round > 1 {
 				sm.res.Eps = max(sm.res.Eps, m.RTT/2-sm.cfg.DelayMin)
 			}
@@ -345,7 +393,7 @@ func (sm *sim) round() {
 			if meas[i] == nil {
 				continue
 			}
-			c := clocksync.PlanCorrection(nt.Offset, meas[i].Offset, !sm.nodes[i].known, now, copt)
+			c := clocksync.PlanJustified(nt.Offset, meas[i].Offset, excess[i], !sm.nodes[i].known, now, copt)
 			sm.nodes[i].known = true
 			sm.sendCorrection(i, c)
 		}
@@ -371,8 +419,8 @@ func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
 			return
 		}
 		late := sm.late(sm.cfg.Sched)
-		if i == 1 {
-			late += sm.late(sm.cfg.Noisy)
+		if i == 1 && sm.busy {
+			late += sm.cfg.Noisy.Max/2 + time.Duration(sm.rng.Float64()*float64(sm.cfg.Noisy.Max/2))
 		}
 		sm.transmit(rep, slave.addr, late, func(d clocksync.Datagram) {
 			t4 := master.clock.Now()
@@ -472,6 +520,9 @@ func (sm *sim) sample() {
 	sp := sm.spread()
 	if sp >= time.Millisecond {
 		sm.lastBad = sm.res.Rounds
+		sm.res.ConvergedAt = 0
+	} else if sm.res.ConvergedAt == 0 {
+		sm.res.ConvergedAt = sm.s.Since(vtime.Epoch)
 	}
 	if sm.res.Rounds > sm.cfg.SkipRounds || sm.res.Rounds == sm.cfg.SkipRounds && sm.s.Since(sm.roundAt) >= time.Second {
 		sm.res.Spread = append(sm.res.Spread, sp)
@@ -482,6 +533,8 @@ func (sm *sim) sample() {
 func (sm *sim) trace() RoundTrace {
 	t := RoundTrace{Round: sm.res.Rounds + 1, At: sm.s.Since(vtime.Epoch), Spread: sm.spread()}
 	lo, hi := math.Inf(1), math.Inf(-1)
+	var sum float64
+	var clocks int
 	for i, n := range sm.nodes {
 		st, _ := n.clock.State()
 		t.Pending = max(t.Pending, absDur(st.PendingSlew))
@@ -490,8 +543,11 @@ func (sm *sim) trace() RoundTrace {
 		}
 		r := n.drift + st.FrequencyPPM
 		lo, hi = math.Min(lo, r), math.Max(hi, r)
+		sum += st.FrequencyPPM
+		clocks++
 	}
 	t.FreqSpreadPPM = hi - lo
+	t.MeanFreqPPM = sum / float64(clocks)
 	return t
 }
 
@@ -512,7 +568,7 @@ func (sm *sim) finish() {
 	}
 	s := slices.Clone(sm.res.Spread)
 	slices.Sort(s)
-	sm.res.P50, sm.res.P99, sm.res.Max = Percentile(s, 0.50), Percentile(s, 0.99), s[len(s)-1]
+	sm.res.P50, sm.res.P95, sm.res.P99, sm.res.Max = Percentile(s, 0.50), Percentile(s, 0.95), Percentile(s, 0.99), s[len(s)-1]
 	late := slices.Clone(sm.res.Spread[len(sm.res.Spread)/3:])
 	slices.Sort(late)
 	sm.res.P99Late = Percentile(late, 0.99)
