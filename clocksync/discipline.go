@@ -70,8 +70,8 @@ const (
 // gets w = 0.99. Taken at full weight (the earlier gain schedule 1, 1/2,
 // 1/3, …), a first estimate after a step from a noisy measurement set the
 // frequency hundreds of ppm off, and the schedule's 1/k decay then took
-// several rounds to bring the spread back under 1 ms (simsync
-// TestConvergenceCause).
+// several rounds to bring the spread back under 1 ms (the package
+// doc has the figures; simsync's BenchmarkConverge measures it).
 //
 // Once the frequency is known (w near 1) it may change by at most
 // WanderPPM per minute plus what the remaining uncertainty allows: one
