@@ -108,3 +108,33 @@ func BenchmarkConverge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNoisySlave: TestNoisySlave's scenario (in 30 % of the rounds
+// the first slave's replies all leave 2–4 ms after their timestamps) over
+// the default 6 h, the spread's p50/p99/max and how far the network's mean
+// frequency moved: ours, ours without the master's outlier handling (as
+// before issue 15), and BSD-equivalent settings.
+func BenchmarkNoisySlave(b *testing.B) {
+	for _, n := range []int{10, 50} {
+		for _, mode := range []string{"bsd", "ours-no-filter", "ours"} {
+			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
+				cfg := Config{N: n, Seed: 1, BSD: mode == "bsd", FilterOff: mode == "ours-no-filter",
+					Noisy: Sched{Prob: 0.3, Max: 4 * time.Millisecond}}
+				var r Result
+				for b.Loop() {
+					var err error
+					if r, err = Run(cfg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+				b.ReportMetric(us(r.P50), "p50-µs")
+				b.ReportMetric(us(r.P99), "p99-µs")
+				b.ReportMetric(us(r.Max), "max-µs")
+				b.ReportMetric(r.FreqWanderPPM, "freq-wander-ppm")
+				b.Logf("| N=%-2d | %-14s | p50 %12v | p99 %12v | max %12v | p99 last 4 h %12v | frequency wander %.2f ppm |",
+					n, mode, r.P50, r.P99, r.Max, r.P99Late, r.FreqWanderPPM)
+			})
+		}
+	}
+}
