@@ -112,8 +112,9 @@ func BenchmarkConverge(b *testing.B) {
 // BenchmarkNoisySlave: TestNoisySlave's scenario (in 30 % of the rounds
 // the first slave's replies all leave 2–4 ms after their timestamps) over
 // the default 6 h, the spread's p50/p99/max and how far the network's mean
-// frequency moved: ours, ours without the master's outlier handling (as
-// before issue 15), and BSD-equivalent settings.
+// frequency moved: ours, ours without the master's outlier handling (the
+// master took every reading in full before issue 15), and BSD-equivalent
+// settings.
 func BenchmarkNoisySlave(b *testing.B) {
 	for _, n := range []int{10, 50} {
 		for _, mode := range []string{"bsd", "ours-no-filter", "ours"} {
