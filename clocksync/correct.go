@@ -85,8 +85,16 @@ func (c Correction) PacketAfter(seq uint16, name string, elapsed time.Duration) 
 // or above the step threshold gets SETTIME carrying masterNow + network;
 // otherwise ADJTIME carrying network − slave, rounded.
 func PlanCorrection(network, slave time.Duration, needSet bool, masterNow time.Time, opt CorrectOptions) Correction {
+	return PlanJustified(network, slave, 0, needSet, masterNow, opt)
+}
+
+// PlanJustified is PlanCorrection for a slave measured with an excess
+// error (Judged.Excess): the ADJTIME carries only what the measurement
+// justifies (Justify), so a reading a scheduling delay explains moves
+// nobody.
+func PlanJustified(network, slave, excess time.Duration, needSet bool, masterNow time.Time, opt CorrectOptions) Correction {
 	opt = opt.withDefaults()
-	corr := network - slave
+	corr := Justify(addSat(network, -max(slave, -maxDuration)), excess)
 	if needSet || absDur(corr) >= opt.StepThreshold {
 		return Correction{Type: tsp.SetTime, SetTo: masterNow.Add(network)}
 	}
@@ -189,6 +197,15 @@ type Applier struct {
 	RecoveryInterval time.Duration
 	Discipline       *Discipline        // nil: phase corrections only (BSD)
 	Log              logrus.FieldLogger // nil: logrus standard logger
+	// MakeStep steps corrections while the clock is not yet
+	// synchronised, chrony's makestep: the first MakeStep.Count
+	// corrections after start, or after an alarm ended, are stepped
+	// when at or above MakeStep.Threshold, even below StepThreshold.
+	// Slewing them would keep the clock off by up to the step threshold
+	// for most of a round (500 ppm slews 100 ms in 200 s), with nothing
+	// to gain: nobody relies on a clock that has not been synchronised
+	// yet. Max-step still holds. The zero value: off (BSD).
+	MakeStep MakeStep
 
 	mu    sync.Mutex // serialises corrections (and the Discipline's state)
 	alarm AlarmState
@@ -199,7 +216,21 @@ type Applier struct {
 	// asked: a correction beyond max-step backwards ([0]) or forwards
 	// ([1]) was asked for since the alarm went on.
 	asked [2]bool
+	// applied counts the corrections applied since start or the end of
+	// the last alarm, up to MakeStep.Count.
+	applied int
 }
+
+// MakeStep is the Applier's stepping while unsynchronised.
+type MakeStep struct {
+	Threshold time.Duration // step at or above this (0: any correction)
+	Count     int           // the first Count corrections; 0: off
+}
+
+// DefaultMakeStep is ours: the first 3 corrections of 1 ms or more are
+// stepped, which covers the SETTIME (or first ADJTIME) a new slave gets
+// and the first two rounds, while the frequency is being learnt.
+var DefaultMakeStep = MakeStep{Threshold: time.Millisecond, Count: 3}
 
 // DefaultRecoveryInterval is three quarters of BSD's 240 s sync round.
 const DefaultRecoveryInterval = 3 * time.Minute
@@ -315,7 +346,13 @@ func (a *Applier) apply(corr time.Duration, isSet bool) (Applied, error) {
 	if err != nil {
 		return res, err
 	}
-	if res.Action == Stepped {
+	a.applied = min(a.applied+1, a.MakeStep.Count)
+	switch step, _ := a.limits(); {
+	case res.Action != Stepped:
+	case absDur(corr) < step:
+		// MakeStep, at most its Count times after start or an alarm.
+		a.log().WithField("correction", corr.String()).Info("clock stepped while not yet synchronised (makestep)")
+	default:
 		a.log().WithField("correction", corr.String()).Warn("clock stepped")
 	}
 	if a.alarm.On {
@@ -327,6 +364,7 @@ func (a *Applier) apply(corr time.Duration, isSet bool) (Applied, error) {
 
 func (a *Applier) endAlarm() {
 	a.alarm, a.lastRecovery, a.asked = AlarmState{}, time.Time{}, [2]bool{}
+	a.applied = 0 // unsynchronised again: the next corrections may step
 }
 
 // beyondMaxStep handles a correction beyond max-step: the alarm goes on,
@@ -403,7 +441,8 @@ func (a *Applier) beyondMaxStep(now time.Time, corr time.Duration, isSet bool) (
 func (a *Applier) move(now time.Time, corr time.Duration, isSet bool) (Applied, error) {
 	step, _ := a.limits()
 	res := Applied{By: corr, Requested: corr}
-	if absDur(corr) < step {
+	makeStep := a.applied < a.MakeStep.Count && absDur(corr) >= a.MakeStep.Threshold && corr != 0
+	if absDur(corr) < step && !makeStep {
 		if err := a.Clock.Adjust(corr); err != nil {
 			return res, fmt.Errorf("slew by %v: %w", corr, err)
 		}
@@ -435,6 +474,17 @@ func (a *Applier) move(now time.Time, corr time.Duration, isSet bool) (Applied, 
 		a.lastRecovery = a.lastRecovery.Add(corr)
 	}
 	if a.Discipline != nil {
+		if makeStep && !isSet && absDur(corr) < step {
+			// Stepped only because the clock is not yet synchronised:
+			// an ADJTIME says what the clock drifted by, stepped or
+			// slewed, and the frequency is what most needs learning now.
+			if ppm, ok := a.Discipline.Observe(now, corr); ok {
+				if err := a.Clock.SetFrequency(ppm); err != nil {
+					return res, fmt.Errorf("set frequency: %w", err)
+				}
+				res.FrequencyPPM, res.FreqChanged = ppm, true
+			}
+		}
 		a.Discipline.Reset(now.Add(corr), 0)
 	}
 	return res, nil

@@ -158,3 +158,48 @@ func TestApplierDiscipline(t *testing.T) {
 		t.Fatal("Frequency() ok without a Discipline")
 	}
 }
+
+// MakeStep: while unsynchronised (the first Count corrections after start
+// or after an alarm) corrections at or above its threshold are stepped,
+// below the step threshold too; then slewed again. Max-step still holds.
+func TestApplierMakeStep(t *testing.T) {
+	s, c := newVSim(SimConfig{})
+	log, _ := quietLog()
+	a := &Applier{Clock: c, Log: log, StepThreshold: SlewStepThreshold, MaxStep: time.Minute, MakeStep: DefaultMakeStep,
+		Discipline: NewDiscipline(DisciplineConfig{})}
+	apply := func(d time.Duration, want Action) Applied {
+		t.Helper()
+		r, err := a.ApplyAdjust(d)
+		if r.Action != want {
+			t.Fatalf("%v: %v (%v), want %v", d, r.Action, err, want)
+		}
+		return r
+	}
+	before := c.Offset()
+	apply(40*ms, Stepped)
+	if c.Offset()-before != 40*ms {
+		t.Fatalf("makestep moved the clock by %v", c.Offset()-before)
+	}
+	apply(500*time.Microsecond, Slewed) // below its threshold: slewed, but counted
+	s.RunFor(240 * time.Second)
+	// Stepped, and still read as a rate: 24 ms in 240 s is 100 ppm.
+	if r := apply(24*ms, Stepped); !r.FreqChanged || r.FrequencyPPM < 90 {
+		t.Fatalf("a makestep ADJTIME did not feed the discipline: %+v", r)
+	}
+	apply(40*ms, Slewed) // the 4th: synchronised, slewed as before
+	// Beyond max-step: refused whatever MakeStep says (the alarm)…
+	if _, err := a.ApplyAdjust(2 * time.Minute); !errors.Is(err, ErrBeyondMaxStep) {
+		t.Fatalf("beyond max-step: %v", err)
+	}
+	// …and once the alarm ends the clock is unsynchronised again.
+	apply(time.Second, Stepped) // ends the alarm (≥ step threshold anyway)
+	for range DefaultMakeStep.Count {
+		apply(30*ms, Stepped)
+	}
+	apply(30*ms, Slewed)
+	// Off (the zero value): BSD's slew below the step threshold.
+	b := &Applier{Clock: c, Log: log, StepThreshold: SlewStepThreshold}
+	if r, _ := b.ApplyAdjust(40 * ms); r.Action != Slewed {
+		t.Fatalf("without MakeStep: %v", r.Action)
+	}
+}

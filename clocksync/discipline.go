@@ -11,11 +11,12 @@ type DisciplineConfig struct {
 	// A single estimate beyond it is taken for a phase error (a step, a
 	// faulty clock), not a rate, and ignored.
 	MaxPPM float64
-	// MinGain is the floor of the gain schedule 1, 1/2, 1/3, … (default
-	// 1/8): the first estimate is taken whole, later ones are averaged in
-	// with decreasing weight, and from the 8th on each moves the frequency
-	// by an eighth of its residual, which keeps following slow wander.
-	MinGain float64
+	// Horizon is how far back the estimate looks (default 32 min, eight
+	// 240 s rounds): corrections are averaged over the time since the
+	// first one until it reaches Horizon, then with exponential
+	// forgetting of that time constant, which keeps following slow
+	// wander.
+	Horizon time.Duration
 	// MinInterval: corrections closer together than this (default 30 s)
 	// are too short a baseline; they restart the interval.
 	MinInterval time.Duration
@@ -26,23 +27,67 @@ type DisciplineConfig struct {
 	// clock's own (ClockState.FrequencyPPM), so that a restart does not
 	// throw away what the kernel had learnt.
 	InitialPPM float64
+	// PriorPPM is how far the clock's true frequency may be from
+	// InitialPPM (default DefaultPriorPPM, a crystal's tolerance; less
+	// when InitialPPM comes from a drift file).
+	PriorPPM float64
+	// PhaseError is the error of one correction's phase assumed at first
+	// (default DefaultPhaseError): its measurement, and the one-way delay
+	// SETTIME leaves uncorrected. It decides how much an average over a
+	// baseline is trusted against the prior. From the second estimate on
+	// it is learnt from the corrections themselves: how far each one was
+	// from what the mean rate predicted.
+	PhaseError time.Duration
+	// WanderPPM is how fast, in ppm per minute, the frequency may change
+	// once known (default DefaultWanderPPM; a crystal under a fast
+	// temperature swing).
+	WanderPPM float64
 }
+
+// Defaults of the discipline.
+const (
+	DefaultPriorPPM   = 100
+	DefaultPhaseError = time.Millisecond
+	DefaultWanderPPM  = 1
+	DefaultHorizon    = 8 * 240 * time.Second
+)
 
 // Discipline estimates a clock's frequency error from successive
 // corrections and returns the frequency to set.
 //
 // A correction c received Δt after the previous one, which had been fully
 // slewed, is what the clock drifted by in Δt at its current frequency
-// setting: the residual rate is c/Δt (positive: our clock is slow and must
-// run faster). Adding it, scaled by the gain, to the frequency setting
-// removes the drift, so the offset between rounds grows only with the
-// residual of the estimate.
+// setting f: the clock needs the rate a = f + c/Δt (positive: our clock is
+// slow and must run faster). Successive rates are averaged, weighted by
+// their Δt: the phase errors e of the corrections telescope, so the mean
+// over a baseline T is off by (e₀ − eₖ)/T at most, whatever the number of
+// corrections in between.
+//
+// The mean is trusted against the prior (InitialPPM ± PriorPPM) by the
+// weight w = σ₀²/(σ₀² + σ_T²), σ_T = 2·PhaseError/T: over the 4 s rounds
+// of the fast profile, with 1 ms of phase error, one round's estimate is
+// ±500 ppm of noise and gets w = 0.04; over a 240 s round it is ±8 ppm and
+// gets w = 0.99. Taken at full weight (the earlier gain schedule 1, 1/2,
+// 1/3, …), a first estimate after a step from a noisy measurement set the
+// frequency hundreds of ppm off, and the schedule's 1/k decay then took
+// several rounds to bring the spread back under 1 ms (the package
+// doc has the figures; simsync's BenchmarkConverge measures it).
+//
+// Once the frequency is known (w near 1) it may change by at most
+// WanderPPM per minute plus what the remaining uncertainty allows: one
+// wild correction does not swing it.
 //
 // It is not safe for concurrent use; an Applier owns one.
 type Discipline struct {
 	cfg      DisciplineConfig
-	freq     float64
+	freq     float64 // the setting
+	initial  float64 // the prior's centre
+	mean     float64 // the Δt-weighted mean of the rates a
+	span     float64 // the baseline the mean covers, seconds (≤ Horizon)
+	weight   float64 // w of the last update
+	logNoise float64 // log of a correction's phase error in s, learnt
 	have     bool
+	stepped  bool // the interval being read began with a step or SETTIME
 	lastAt   time.Time
 	lastCorr time.Duration
 	n        int
@@ -54,8 +99,8 @@ func NewDiscipline(cfg DisciplineConfig) *Discipline {
 	if cfg.MaxPPM <= 0 || cfg.MaxPPM > MaxFrequencyPPM {
 		cfg.MaxPPM = MaxFrequencyPPM
 	}
-	if cfg.MinGain <= 0 || cfg.MinGain > 1 {
-		cfg.MinGain = 1.0 / 8
+	if cfg.Horizon <= 0 {
+		cfg.Horizon = DefaultHorizon
 	}
 	if cfg.MinInterval <= 0 {
 		cfg.MinInterval = 30 * time.Second
@@ -63,11 +108,20 @@ func NewDiscipline(cfg DisciplineConfig) *Discipline {
 	if cfg.SlewPPM <= 0 {
 		cfg.SlewPPM = MaxSlewPPM
 	}
+	if !(cfg.PriorPPM > 0) {
+		cfg.PriorPPM = DefaultPriorPPM
+	}
+	if cfg.PhaseError <= 0 {
+		cfg.PhaseError = DefaultPhaseError
+	}
+	if !(cfg.WanderPPM > 0) {
+		cfg.WanderPPM = DefaultWanderPPM
+	}
 	freq := cfg.InitialPPM
 	if !(freq >= -cfg.MaxPPM && freq <= cfg.MaxPPM) {
 		freq = 0
 	}
-	return &Discipline{cfg: cfg, freq: freq}
+	return &Discipline{cfg: cfg, freq: freq, initial: freq, mean: freq, logNoise: math.Log(cfg.PhaseError.Seconds())}
 }
 
 // Frequency is the current frequency setting in ppm.
@@ -76,18 +130,23 @@ func (d *Discipline) Frequency() float64 { return d.freq }
 // Estimates is how many rate estimates have been taken in.
 func (d *Discipline) Estimates() int { return d.n }
 
+// Weight is how much the last estimate was trusted against the prior,
+// 0 to 1 (0 before the first).
+func (d *Discipline) Weight() float64 { return d.weight }
+
 // Reset restarts the interval at time at, after the clock was stepped
 // (pending 0) or set by a slew that carries no rate information (pending:
-// that slew). The frequency setting is kept.
+// that slew). The frequency setting is kept, and so is the mean: the
+// clock's rate did not change with its phase.
 func (d *Discipline) Reset(at time.Time, pending time.Duration) {
-	d.have, d.lastAt, d.lastCorr = true, at, pending
+	d.have, d.lastAt, d.lastCorr, d.stepped = true, at, pending, true
 }
 
 // Observe takes in a correction applied at time at (our clock) and reports
 // the new frequency and whether it changed.
 func (d *Discipline) Observe(at time.Time, corr time.Duration) (ppm float64, changed bool) {
-	prevAt, prevCorr, had := d.lastAt, d.lastCorr, d.have
-	d.have, d.lastAt, d.lastCorr = true, at, corr
+	prevAt, prevCorr, had, stepped := d.lastAt, d.lastCorr, d.have, d.stepped
+	d.have, d.lastAt, d.lastCorr, d.stepped = true, at, corr, false
 	if !had {
 		return d.freq, false
 	}
@@ -105,8 +164,45 @@ func (d *Discipline) Observe(at time.Time, corr time.Duration) (ppm float64, cha
 	if math.IsNaN(est) || math.Abs(est) > d.cfg.MaxPPM {
 		return d.freq, false
 	}
-	gain := max(1/float64(d.n+1), d.cfg.MinGain)
+	secs := dt.Seconds()
+	rate := d.freq + est
+	if d.n > 0 {
+		// What the mean so far predicted this correction to be, against
+		// what it was: about twice a correction's phase error (the
+		// mean's own error is smaller). Averaged as logarithms, with the
+		// assumed PhaseError as one more sample, and later with weight
+		// 1/8: a lucky or wild miss moves it by a factor, not to zero or
+		// to everything. Floored at a microsecond, TSP's resolution.
+		miss := math.Max(math.Abs(rate-d.mean)*1e-6*secs/2, 1e-6)
+		d.logNoise += (math.Log(miss) - d.logNoise) / float64(min(d.n+1, 8))
+	}
 	d.n++
-	d.freq = math.Max(-d.cfg.MaxPPM, math.Min(d.cfg.MaxPPM, d.freq+gain*est))
+	prior := d.cfg.PriorPPM
+	trust := func(span, noise float64) float64 {
+		sigma := 2 * noise / span * 1e6
+		return prior * prior / (prior*prior + sigma*sigma)
+	}
+	// An interval that began with a step (or SETTIME) is read against a
+	// phase whose error nobody measured, the one-way delay of a SETTIME
+	// or the error of the measurement stepped to: it enters the mean
+	// with the weight one interval of that length earns against the
+	// prior with the assumed PhaseError, lest its error stay in the mean
+	// long after the later corrections have shown the clock's rate.
+	in := secs
+	if stepped {
+		in *= trust(secs, d.cfg.PhaseError.Seconds())
+	}
+	d.span = math.Min(d.span+in, d.cfg.Horizon.Seconds())
+	d.mean += in / math.Max(d.span, in) * (rate - d.mean)
+	sigmaT := 2 * math.Exp(d.logNoise) / d.span * 1e6
+	w := trust(d.span, math.Exp(d.logNoise))
+	target := d.initial + w*(d.mean-d.initial)
+	// How far the setting may move: the wander, three standard errors of
+	// the mean, and what was still unknown before this estimate (1 − w of
+	// the prior's range).
+	allowed := d.cfg.WanderPPM*secs/60 + 3*sigmaT + (1-d.weight)*2*prior
+	d.weight = w
+	next := min(max(target, d.freq-allowed), d.freq+allowed)
+	d.freq = math.Max(-d.cfg.MaxPPM, math.Min(d.cfg.MaxPPM, next))
 	return d.freq, true
 }

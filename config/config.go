@@ -104,7 +104,17 @@ type Sync struct {
 	// driftfile): read at start, written every hour and at stop; empty:
 	// nothing kept.
 	DriftFile string
+	// MakeStepThreshold and MakeStepCount are chrony's makestep: the
+	// first MakeStepCount corrections after start or an alarm, at or
+	// above MakeStepThreshold, are stepped even below step-threshold
+	// (never beyond max-step). Count 0: off, BSD's slewing.
+	MakeStepThreshold time.Duration
+	MakeStepCount     int
 }
+
+// MaxMakeStepCount bounds makestep-count: past a few rounds the clock is
+// synchronised, and steps would only hide a fault.
+const MaxMakeStepCount = 100
 
 // profiles are the timer defaults a run starts from: BSD's values, or the
 // same protocol scaled down so an election takes a second or so (tests,
@@ -155,6 +165,7 @@ var durationKeys = []durationKey{
 	{"ack-timeout", "first retransmission delay of a reliable send; doubles for 5 copies (BSD 200ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return ackTimeout(c) }},
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
 	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
+	{"makestep-threshold", "while not yet synchronised (the first makestep-count corrections after start or an alarm), corrections at or above are stepped, not slewed (1ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MakeStepThreshold }},
 	{"max-source-influence", "most one host can move the master's network time in a round; 0: no bound, as BSD (50ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxSourceInfluence }},
 }
 
@@ -189,6 +200,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	for _, k := range durationKeys {
 		fs.String(k.key, "", k.usage+" (Go duration; default from --profile, or derived from the timers it must stay in order with)")
 	}
+	fs.Int("makestep-count", 3, fmt.Sprintf("how many corrections after start or an alarm may be stepped (makestep-threshold); 0: none, slew as BSD (at most %d)", MaxMakeStepCount))
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
 	fs.String("drift-file", "", "file keeping the frequency estimate (ppm) across restarts: read at start, written hourly and at stop (default: none; the unit sets /var/lib/timed/drift)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
@@ -332,7 +344,8 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Election = defaults("")
 	// 50 ms is clocksync.DefaultMaxSourceInfluence: one host alone never
 	// makes the master step.
-	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: 50 * time.Millisecond}
+	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: 50 * time.Millisecond,
+		MakeStepThreshold: time.Millisecond} // clocksync.DefaultMakeStep
 
 	c.MayBeMaster = r.boolean("master")
 	c.Trusted = r.list("trusted", "a list of host names or addresses")
@@ -390,6 +403,11 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 			bad("metrics-listen", c.MetricsListen, "host:port (host may be empty)", err)
 		}
 	}
+	count, err := cast.ToIntE(v.Get("makestep-count"))
+	if err != nil || count < 0 || count > MaxMakeStepCount {
+		bad("makestep-count", show(v.Get("makestep-count")), fmt.Sprintf("an integer from 0 to %d", MaxMakeStepCount), nil)
+	}
+	c.Sync.MakeStepCount = count
 	c.Sync.FrequencyDiscipline = r.boolean("frequency-discipline")
 	c.Sync.DriftFile = r.scalar("drift-file", "a path")
 	c.Auth = authSettings(r)
@@ -494,7 +512,8 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"peers": strings.Join(c.Peers, ","), "clock": c.Clock, "control-socket": c.ControlSocket,
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
 		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline), "drift-file": c.Sync.DriftFile,
-		"auth": c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
+		"makestep-count": strconv.Itoa(c.Sync.MakeStepCount),
+		"auth":           c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
 		"unsigned-peers": joinPrefixes(c.Auth.UnsignedPeers), "auth-window": c.Auth.Window.String(), "state-dir": c.Auth.StateDir,
 	}
 	for _, k := range durationKeys {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -238,5 +239,33 @@ func TestEveryTimerHasAFlag(t *testing.T) {
 			t.Errorf("--%s and --%s write the same field", k.key, other)
 		}
 		seen[d] = k.key
+	}
+}
+
+// makestep: chrony's makestep, on by default (1 ms, 3 corrections); a bad
+// value names its key and range.
+func TestMakeStep(t *testing.T) {
+	c, _, err := load(t, "")
+	if err != nil || c.Sync.MakeStepThreshold != time.Millisecond || c.Sync.MakeStepCount != 3 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, _, err = load(t, "makestep-threshold: 50ms\nmakestep-count: 0\n")
+	if err != nil || c.Sync.MakeStepThreshold != 50*time.Millisecond || c.Sync.MakeStepCount != 0 {
+		t.Fatalf("from the file: %+v %v", c, err)
+	}
+	for _, bad := range []struct{ args []string }{
+		{[]string{"--makestep-count", "101"}}, {[]string{"--makestep-count", "-1"}},
+		{[]string{"--makestep-threshold", "-1ms"}}, {[]string{"--makestep-threshold", "25h"}},
+	} {
+		_, _, err := load(t, "", bad.args...)
+		key := strings.TrimPrefix(bad.args[0], "--")
+		want := fmt.Sprintf("invalid %s %q: accepted: ", key, bad.args[1])
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want %q…", bad.args, err, want)
+		}
+	}
+	// A flag that is no integer is pflag's to refuse; in the file, ours.
+	if _, _, err := load(t, "makestep-count: often\n"); err == nil || !strings.Contains(err.Error(), `invalid makestep-count "often": accepted: an integer from 0 to 100`) {
+		t.Errorf("makestep-count: often: %v", err)
 	}
 }

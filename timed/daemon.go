@@ -140,7 +140,9 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	d.applier = &clocksync.Applier{Clock: d.clock, StepThreshold: localStepThreshold(cfg), MaxStep: cfg.Sync.MaxStep, Log: log,
 		// In alarm, at most one max-step move per round, and round
 		// jitter does not skip one (clocksync's default is ¾ of BSD's).
-		RecoveryInterval: cfg.Election.SyncInterval * 3 / 4}
+		RecoveryInterval: cfg.Election.SyncInterval * 3 / 4,
+		// Stepped, not slewed, until synchronised (makestep-*).
+		MakeStep: clocksync.MakeStep{Threshold: cfg.Sync.MakeStepThreshold, Count: cfg.Sync.MakeStepCount}}
 	if cfg.Sync.FrequencyDiscipline {
 		// A baseline of most of a round: corrections closer together (a
 		// retransmitted ADJTIME, a forced round) say little about the rate.

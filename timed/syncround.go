@@ -56,32 +56,51 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		defer d.rounds.Done()
 		res := clocksync.MeasureRound(d.roundCtx, d.measurer, hosts, clocksync.RoundOptions{Deadline: deadline})
 		done := syncDone{rt: rt, result: election.SyncResult{Round: r.Round}, slaves: slaves, measured: res}
-		offsets := make([]clocksync.HostOffset, len(res))
-		for i, m := range res {
-			offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil}
-		}
-		// Dictating, the slaves follow the master's clock: no vote, and
-		// Own stays 0.
-		if !dictate {
-			done.network = clocksync.NetworkTime(offsets, netOpt)
-		}
+		done.network, done.result.Corrections = planRound(res, slaves, trusted, rt.rtt, dictate, netOpt, opt)
 		done.result.Own = done.network.Offset
-		for i, m := range res {
-			if m.Err != nil {
-				continue // the machine counts a missing slave as a failed round
-			}
-			// BSD's correct(): ADJTIME below the step threshold, SETTIME
-			// (carrying the network time, which the machine stamps) at or
-			// above it.
-			plan := clocksync.PlanCorrection(done.network.Offset, m.Offset, false, time.Time{}, opt)
-			done.result.Corrections = append(done.result.Corrections, election.Correction{
-				Name: slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
-		}
 		select {
 		case d.syncCh <- done:
 		case <-d.roundCtx.Done():
 		}
 	}()
+}
+
+// planRound is the round's arithmetic once the slaves are measured: the
+// network time (none when dictating: the slaves follow the master's
+// clock, and Own stays 0) and each measured slave's correction, in the
+// order of res, which is that of slaves and trusted.
+//
+// A sample whose round trip is far above the slave's recent minimum (rtt)
+// was delayed on the way: it does not vote, and its slave is sent only
+// what the delay cannot explain (clocksync.PlanJustified).
+func planRound(res []clocksync.Result, slaves []election.Peer, trusted []bool, rtt *clocksync.RTTHistory, dictate bool,
+	netOpt clocksync.NetworkOptions, opt clocksync.CorrectOptions) (clocksync.NetworkResult, []election.Correction) {
+	offsets := make([]clocksync.HostOffset, len(res))
+	slack := make([]time.Duration, len(res))
+	for i, m := range res {
+		var judged clocksync.Judged
+		if m.Err == nil {
+			judged = rtt.Judge(m.Host.String(), m.Measurement)
+		}
+		slack[i] = judged.Slack
+		offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil && !judged.Outlier}
+	}
+	var network clocksync.NetworkResult
+	if !dictate {
+		network = clocksync.NetworkTime(offsets, netOpt)
+	}
+	var corrections []election.Correction
+	for i, m := range res {
+		if m.Err != nil {
+			continue // the machine counts a missing slave as a failed round
+		}
+		// BSD's correct(): ADJTIME below the step threshold, SETTIME
+		// (carrying the network time, which the machine stamps) at or
+		// above it.
+		plan := clocksync.PlanJustified(network.Offset, m.Offset, slack[i], false, time.Time{}, opt)
+		corrections = append(corrections, election.Correction{Name: slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
+	}
+	return network, corrections
 }
 
 // networkOptions maps the configuration onto clocksync's: there zero

@@ -75,6 +75,59 @@ type Config struct {
 
 	SkipRounds  int           // rounds before sampling starts (default 3)
 	SampleEvery time.Duration // sampling period of the spread (default 1 s)
+
+	// LocalStep is where an Applier steps instead of slewing (ours; BSD
+	// settings step at 20 s). Default as the daemon's localStepThreshold:
+	// SlewStepThreshold, or what adjtime's 500 ppm slews in one Interval
+	// if that is less (2 ms in the fast profile's 4 s rounds).
+	LocalStep time.Duration
+
+	// Sched delays the datagrams of every daemon after they were
+	// stamped: the gap between reading the clock and the packet leaving,
+	// under CPU contention (the probe's t1 and t3 and SETTIME's time are
+	// read in user space before the write), independently per datagram.
+	Sched Sched
+	// Noisy is a slave whose readings carry scheduling delays: in a
+	// round, with probability Noisy.Prob, every reply of the first slave
+	// leaves late by between Noisy.Max/2 and Noisy.Max (a busy host: the
+	// minimum-RTT sample of that round is as bad as the others).
+	Noisy Sched
+
+	// MakeStepOff turns off our stepping while unsynchronised
+	// (clocksync.DefaultMakeStep), to show what it gains.
+	MakeStepOff bool
+	// FilterOff turns off the master's outlier handling (RTT history,
+	// justified corrections), to show what it does.
+	FilterOff bool
+
+	// Trace, if set, is called at the start of every round with the
+	// state the previous rounds left (analysis and benchmarks only).
+	Trace func(RoundTrace)
+}
+
+// Sched is a scheduling delay: with probability Prob a datagram leaves
+// late by a delay uniform in [0, Max] after its timestamp was read.
+type Sched struct {
+	Prob float64
+	Max  time.Duration
+}
+
+// RoundTrace is the clocks' state when a round starts, before it measures:
+// what the previous round's corrections and the time since have left.
+type RoundTrace struct {
+	Round  int           // the round about to start, from 1
+	At     time.Duration // virtual time since the start
+	Spread time.Duration // largest offset between two clocks (faulty node excluded)
+	// Pending is the largest slew still unfinished on any clock.
+	Pending time.Duration
+	// MeanFreqPPM is the mean frequency setting of the clocks (faulty
+	// node excluded): how much faster than the mean of their natural
+	// drifts the network runs because of the discipline.
+	MeanFreqPPM float64
+	// FreqSpreadPPM is the largest difference between two clocks' rates
+	// (natural drift plus frequency setting), faulty node excluded: what
+	// the spread grows by, per second, until the next correction.
+	FreqSpreadPPM float64
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +167,10 @@ func (c Config) withDefaults() Config {
 		c.SkipRounds = 3
 	}
 	def(&c.SampleEvery, time.Second)
+	if c.LocalStep <= 0 {
+		slewable := time.Duration(float64(c.Interval) * clocksync.MaxSlewPPM / 1e6)
+		c.LocalStep = max(min(clocksync.SlewStepThreshold, slewable), time.Microsecond)
+	}
 	return c
 }
 
@@ -121,8 +178,8 @@ func (c Config) withDefaults() Config {
 type Result struct {
 	// Spread holds, every SampleEvery after the first SkipRounds rounds, the
 	// largest offset between any two clocks, the faulty node excluded.
-	Spread        []time.Duration
-	P50, P99, Max time.Duration
+	Spread             []time.Duration
+	P50, P95, P99, Max time.Duration
 	// P99Late is the p99 over the samples of the last two thirds of the run:
 	// the steady state, once BSD's slews of the initial offsets are over
 	// (BSD slaves slew SETTIME differences below 20 s: ±1 s takes over an
@@ -132,11 +189,27 @@ type Result struct {
 	// had after the first round: max over used samples of RTT/2 − DelayMin
 	// (each one-way delay is at least DelayMin, so the asymmetry error of a
 	// sample is at most (RTT − 2·DelayMin)/2).
-	Eps     time.Duration
-	Rounds  int
-	Steps   int // corrections applied by stepping (all clocks)
-	Refused int // corrections refused as beyond max-step
-	Lost    int // corrections never delivered (all retries lost)
+	Eps    time.Duration
+	Rounds int
+	// Converged is the number of rounds after which the spread (sampled
+	// every SampleEvery from the first round on) stayed below 1 ms until
+	// the end: the rounds started before the first sample of that last
+	// good stretch. −1 if the spread was at or above 1 ms at the end.
+	Converged int
+	// ConvergedAt is when that last good stretch began, from the start
+	// (0 if it never did).
+	ConvergedAt time.Duration
+	// MeanFreqMaxPPM is the largest |RoundTrace.MeanFreqPPM| seen at the
+	// start of a round: the frequency the discipline pushed the whole
+	// network to, against its natural mean.
+	MeanFreqMaxPPM float64
+	// FreqWanderPPM is how far RoundTrace.MeanFreqPPM moved (max − min)
+	// from the start of round SkipRounds + 1 on: the network's frequency
+	// drifting once the first estimates are in.
+	FreqWanderPPM float64
+	Steps         int // corrections applied by stepping (all clocks)
+	Refused       int // corrections refused as beyond max-step
+	Lost          int // corrections never delivered (all retries lost)
 }
 
 const (
@@ -149,6 +222,7 @@ const (
 
 type node struct {
 	name    string
+	drift   float64 // natural drift, ppm
 	addr    netip.AddrPort
 	clock   *clocksync.SimClock
 	applier *clocksync.Applier
@@ -159,13 +233,22 @@ type node struct {
 }
 
 type sim struct {
-	cfg    Config
-	s      *vtime.Scheduler
-	rng    *rand.Rand
-	nodes  []*node
-	res    Result
-	seq    uint16
-	faulty int
+	// lastBad is the rounds started when the spread was last sampled at
+	// or above 1 ms; -1: never.
+	lastBad int
+	roundAt time.Time             // when the last round started
+	busy    bool                  // the noisy slave is busy this round
+	rtt     *clocksync.RTTHistory // the master's; nil with BSD settings
+	// freqLo, freqHi: the range of the mean frequency since round
+	// SkipRounds + 1.
+	freqLo, freqHi float64
+	cfg            Config
+	s              *vtime.Scheduler
+	rng            *rand.Rand
+	nodes          []*node
+	res            Result
+	seq            uint16
+	faulty         int
 }
 
 // Run runs one simulation.
@@ -193,6 +276,7 @@ func Run(cfg Config) (Result, error) {
 		}
 		clk := clocksync.NewSimClock(sm.s, sc)
 		n := &node{
+			drift: sc.DriftPPM,
 			name:  fmt.Sprintf("host%02d", i),
 			addr:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 525),
 			clock: clk,
@@ -200,8 +284,12 @@ func Run(cfg Config) (Result, error) {
 		}
 		n.applier = &clocksync.Applier{Clock: clk, Log: log}
 		if !cfg.BSD {
-			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{})
-			n.applier.StepThreshold = clocksync.SlewStepThreshold
+			n.applier.StepThreshold = cfg.LocalStep
+			if !cfg.MakeStepOff {
+				n.applier.MakeStep = clocksync.DefaultMakeStep
+			}
+			// The daemon's baseline: most of a round.
+			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{MinInterval: cfg.Interval * 3 / 4})
 		}
 		sm.nodes = append(sm.nodes, n)
 	}
@@ -210,7 +298,12 @@ func Run(cfg Config) (Result, error) {
 		sm.s.After(cfg.FaultAt, func() { _ = f.clock.Step(f.clock.Now().Add(cfg.FaultStepBy)) })
 	}
 	end := vtime.Epoch.Add(cfg.Duration)
+	sm.lastBad = -1
+	if !cfg.BSD && !cfg.FilterOff {
+		sm.rtt = clocksync.NewRTTHistory(0)
+	}
 	sm.s.After(firstRound, sm.round)
+	sm.s.After(firstRound, sm.sample)
 	sm.s.RunUntil(end)
 	sm.finish()
 	return sm.res, nil
@@ -222,14 +315,24 @@ func (sm *sim) delay() time.Duration {
 
 func (sm *sim) lost() bool { return sm.rng.Float64() < sm.cfg.Loss }
 
+// late draws a scheduling delay (no draw at all when there is none, so
+// that runs without stay as they were).
+func (sm *sim) late(s Sched) time.Duration {
+	if s.Prob <= 0 || sm.rng.Float64() >= s.Prob {
+		return 0
+	}
+	return time.Duration(sm.rng.Float64() * float64(s.Max))
+}
+
 // transmit encodes p, and unless the datagram is lost decodes it at the
-// far end after a one-way delay and calls deliver.
-func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, deliver func(clocksync.Datagram)) {
+// far end after a scheduling delay late and a one-way delay, and calls
+// deliver.
+func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, late time.Duration, deliver func(clocksync.Datagram)) {
 	b, err := p.Marshal()
 	if err != nil || sm.lost() {
 		return
 	}
-	sm.s.After(sm.delay(), func() {
+	sm.s.After(late+sm.delay(), func() {
 		q, err := tsp.UnmarshalExt(b)
 		if err == nil {
 			deliver(clocksync.Datagram{Packet: q, From: from})
@@ -240,7 +343,20 @@ func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, deliver func(clock
 // round is one master round: measure all slaves within measureWindow, then
 // compute the network time and correct everyone.
 func (sm *sim) round() {
+	tr := sm.trace()
+	sm.res.MeanFreqMaxPPM = math.Max(sm.res.MeanFreqMaxPPM, math.Abs(tr.MeanFreqPPM))
+	if tr.Round == sm.cfg.SkipRounds+1 {
+		sm.freqLo, sm.freqHi = tr.MeanFreqPPM, tr.MeanFreqPPM
+	} else if tr.Round > sm.cfg.SkipRounds {
+		sm.freqLo, sm.freqHi = math.Min(sm.freqLo, tr.MeanFreqPPM), math.Max(sm.freqHi, tr.MeanFreqPPM)
+		sm.res.FreqWanderPPM = sm.freqHi - sm.freqLo
+	}
+	if sm.cfg.Trace != nil {
+		sm.cfg.Trace(tr)
+	}
+	sm.busy = sm.cfg.Noisy.Prob > 0 && sm.rng.Float64() < sm.cfg.Noisy.Prob
 	sm.res.Rounds++
+	sm.roundAt = sm.s.Now()
 	round := sm.res.Rounds
 	master := sm.nodes[0]
 	samples := make([][]clocksync.Sample, len(sm.nodes))
@@ -251,6 +367,7 @@ func (sm *sim) round() {
 	sm.s.After(measureWindow, func() {
 		offsets := make([]clocksync.HostOffset, 0, len(sm.nodes)-1)
 		meas := make([]*clocksync.Measurement, len(sm.nodes))
+		excess := make([]time.Duration, len(sm.nodes))
 		for i := 1; i < len(sm.nodes); i++ {
 			m, err := clocksync.BestSample(samples[i], sent[i])
 			if err != nil {
@@ -258,7 +375,9 @@ func (sm *sim) round() {
 				continue
 			}
 			meas[i] = &m
-			offsets = append(offsets, clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: true, Responsive: true})
+			j := sm.rtt.Judge(sm.nodes[i].name, m)
+			excess[i] = j.Slack
+			offsets = append(offsets, clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: true, Responsive: !j.Outlier})
 			if round > 1 {
 				sm.res.Eps = max(sm.res.Eps, m.RTT/2-sm.cfg.DelayMin)
 			}
@@ -274,14 +393,11 @@ func (sm *sim) round() {
 			if meas[i] == nil {
 				continue
 			}
-			c := clocksync.PlanCorrection(nt.Offset, meas[i].Offset, !sm.nodes[i].known, now, copt)
+			c := clocksync.PlanJustified(nt.Offset, meas[i].Offset, excess[i], !sm.nodes[i].known, now, copt)
 			sm.nodes[i].known = true
 			sm.sendCorrection(i, c)
 		}
 		sm.count(master.applier.ApplyAdjust(clocksync.RoundCorrection(nt.Offset, rounding(copt))))
-		if round == sm.cfg.SkipRounds {
-			sm.s.After(time.Second, sm.sample)
-		}
 	})
 	sm.s.After(sm.cfg.Interval, sm.round)
 }
@@ -297,12 +413,16 @@ func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
 	t1 := master.clock.Now()
 	sent[i]++
 	req := tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: sm.seq, Name: master.name, Payload: clocksync.ProbePayload{T1: t1.UnixNano()}.Marshal()}
-	sm.transmit(req, master.addr, func(d clocksync.Datagram) {
+	sm.transmit(req, master.addr, sm.late(sm.cfg.Sched), func(d clocksync.Datagram) {
 		rep, err := slave.resp.Reply(d)
 		if err != nil {
 			return
 		}
-		sm.transmit(rep, slave.addr, func(d clocksync.Datagram) {
+		late := sm.late(sm.cfg.Sched)
+		if i == 1 && sm.busy {
+			late += sm.cfg.Noisy.Max/2 + time.Duration(sm.rng.Float64()*float64(sm.cfg.Noisy.Max/2))
+		}
+		sm.transmit(rep, slave.addr, late, func(d clocksync.Datagram) {
 			t4 := master.clock.Now()
 			pl, err := clocksync.UnmarshalProbe(d.Packet.Payload)
 			if err != nil || pl.T1 != t1.UnixNano() {
@@ -341,7 +461,11 @@ func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
 		}
 		acked := false
 		if !sm.lost() {
-			sm.s.After(sm.delay(), func() {
+			var late time.Duration
+			if c.Type == tsp.SetTime {
+				late = sm.late(sm.cfg.Sched) // the time was read before the write
+			}
+			sm.s.After(late+sm.delay(), func() {
 				q, err := tsp.Unmarshal(b)
 				if err != nil {
 					return
@@ -378,7 +502,9 @@ func (sm *sim) count(a clocksync.Applied, err error) {
 	_ = err
 }
 
-func (sm *sim) sample() {
+// spread is the largest offset between two clocks, the faulty node
+// excluded.
+func (sm *sim) spread() time.Duration {
 	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
 	for i, n := range sm.nodes {
 		if i == sm.faulty {
@@ -387,17 +513,62 @@ func (sm *sim) sample() {
 		o := n.clock.Offset()
 		lo, hi = min(lo, o), max(hi, o)
 	}
-	sm.res.Spread = append(sm.res.Spread, hi-lo)
+	return hi - lo
+}
+
+func (sm *sim) sample() {
+	sp := sm.spread()
+	if sp >= time.Millisecond {
+		sm.lastBad = sm.res.Rounds
+		sm.res.ConvergedAt = 0
+	} else if sm.res.ConvergedAt == 0 {
+		sm.res.ConvergedAt = sm.s.Since(vtime.Epoch)
+	}
+	if sm.res.Rounds > sm.cfg.SkipRounds || sm.res.Rounds == sm.cfg.SkipRounds && sm.s.Since(sm.roundAt) >= time.Second {
+		sm.res.Spread = append(sm.res.Spread, sp)
+	}
 	sm.s.After(sm.cfg.SampleEvery, sm.sample)
 }
 
+func (sm *sim) trace() RoundTrace {
+	t := RoundTrace{Round: sm.res.Rounds + 1, At: sm.s.Since(vtime.Epoch), Spread: sm.spread()}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var sum float64
+	var clocks int
+	for i, n := range sm.nodes {
+		st, _ := n.clock.State()
+		t.Pending = max(t.Pending, absDur(st.PendingSlew))
+		if i == sm.faulty {
+			continue
+		}
+		r := n.drift + st.FrequencyPPM
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+		sum += st.FrequencyPPM
+		clocks++
+	}
+	t.FreqSpreadPPM = hi - lo
+	t.MeanFreqPPM = sum / float64(clocks)
+	return t
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
 func (sm *sim) finish() {
+	sm.res.Converged = sm.lastBad
+	if sm.spread() >= time.Millisecond {
+		sm.res.Converged = -1
+	}
 	if len(sm.res.Spread) == 0 {
 		return
 	}
 	s := slices.Clone(sm.res.Spread)
 	slices.Sort(s)
-	sm.res.P50, sm.res.P99, sm.res.Max = Percentile(s, 0.50), Percentile(s, 0.99), s[len(s)-1]
+	sm.res.P50, sm.res.P95, sm.res.P99, sm.res.Max = Percentile(s, 0.50), Percentile(s, 0.95), Percentile(s, 0.99), s[len(s)-1]
 	late := slices.Clone(sm.res.Spread[len(sm.res.Spread)/3:])
 	slices.Sort(late)
 	sm.res.P99Late = Percentile(late, 0.99)
