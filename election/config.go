@@ -94,6 +94,20 @@ type Config struct {
 	// (3 s, FASTTOUT; FreeBSD goes to master at once).
 	NoMasterWait time.Duration
 
+	// ColdStartDelay spreads the cold start: a daemon that may be master,
+	// is still starting (or left start-up a slave with no master) and has
+	// seen another daemon's MASTERREQ or ELECTION but no master becomes
+	// master when Retransmit[0] (the time a live master takes to answer
+	// one probe) plus a delay drawn uniformly from [0, ColdStartDelay] has
+	// passed, unless a master showed itself first. Without it, daemons
+	// that start together each see the others probing and wait for an
+	// election timer (BSD). The first to draw wins: its MASTERUP reaches
+	// the others before their own delays run out, unless two draws fall
+	// within one packet latency of each other, and those masters merge at
+	// once (foreignMaster). 0 turns the rule off (BSD). At most
+	// ElectionMin: beyond it the election timer would run first.
+	ColdStartDelay time.Duration
+
 	// SetTimeGuard: a SLAVEUP that arrives at least this long after the
 	// master's MASTERUP is a new daemon, answered at once with SETTIME;
 	// earlier ones are the MASTERUP's answers, set at the first round (3 s).
@@ -139,6 +153,7 @@ func DefaultConfig(name string) Config {
 		AcceptWindow:   30 * time.Second,
 		ConflictWindow: 300 * time.Millisecond,
 		NoMasterWait:   3 * time.Second,
+		ColdStartDelay: 100 * time.Millisecond,
 		SetTimeGuard:   3 * time.Second,
 		AnswerDelay:    100 * time.Millisecond,
 		Retransmit: []time.Duration{
@@ -167,6 +182,7 @@ func FastConfig(name string) Config {
 	c.AcceptWindow = 500 * time.Millisecond
 	c.ConflictWindow = 30 * time.Millisecond
 	c.NoMasterWait = 100 * time.Millisecond
+	c.ColdStartDelay = 50 * time.Millisecond
 	c.SetTimeGuard = 50 * time.Millisecond
 	c.AnswerDelay = 2 * time.Millisecond
 	c.Retransmit = []time.Duration{
@@ -211,6 +227,8 @@ func (c *Config) Validate() error {
 		return invalid("ConflictWindow", "is %v, must be > 0", c.ConflictWindow)
 	case c.NoMasterWait <= 0:
 		return invalid("NoMasterWait", "is %v, must be > 0", c.NoMasterWait)
+	case c.ColdStartDelay < 0 || c.ColdStartDelay > c.ElectionMin:
+		return invalid("ColdStartDelay", "is %v, must be in [0, ElectionMin=%v] (0: off)", c.ColdStartDelay, c.ElectionMin)
 	case c.SetTimeGuard < 0:
 		return invalid("SetTimeGuard", "is %v, must be ≥ 0", c.SetTimeGuard)
 	case c.AnswerDelay < 0 || c.AnswerDelay >= c.CandidateWait:
