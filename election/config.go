@@ -94,18 +94,19 @@ type Config struct {
 	// (3 s, FASTTOUT; FreeBSD goes to master at once).
 	NoMasterWait time.Duration
 
-	// ColdStartDelay spreads the cold start: a daemon that may be master,
-	// is still starting (or left start-up a slave with no master) and has
-	// seen another daemon's MASTERREQ or ELECTION but no master becomes
-	// master when Retransmit[0] (the time a live master takes to answer
-	// one probe) plus a delay drawn uniformly from [0, ColdStartDelay] has
-	// passed, unless a master showed itself first. Without it, daemons
-	// that start together each see the others probing and wait for an
-	// election timer (BSD). The first to draw wins: its MASTERUP reaches
-	// the others before their own delays run out, unless two draws fall
-	// within one packet latency of each other, and those masters merge at
-	// once (foreignMaster). 0 turns the rule off (BSD). At most
-	// ElectionMin: beyond it the election timer would run first.
+	// ColdStartDelay is the cold start's slot per daemon. A daemon that
+	// may be master, is starting (or left start-up a slave with no
+	// master), and has seen other daemons probe but no master, becomes
+	// master when Retransmit[0] (in which a live master answers a probe)
+	// and then a delay drawn uniformly from [0, ColdStartDelay·k] have
+	// passed, k the daemons seen starting, itself included (the draw at
+	// most ElectionMin); a master showing itself first cancels it. The
+	// first of k draws falls about ColdStartDelay in, whatever k, and the
+	// others follow its MASTERUP; two within one latency δ of each other
+	// (probability about δ/ColdStartDelay) make two masters, which merge
+	// at once. Without it daemons that start together each see the others
+	// probing and wait for an election timer (BSD does). 0 turns it off;
+	// at most ElectionMin, beyond which the election timer runs first.
 	ColdStartDelay time.Duration
 
 	// SetTimeGuard: a SLAVEUP that arrives at least this long after the
@@ -138,7 +139,10 @@ type Config struct {
 	MaxSlaves int
 }
 
-// DefaultConfig returns BSD's timers (facts §3) for a daemon called name.
+// DefaultConfig returns BSD's timers (facts §3) for a daemon called name,
+// and the cold start BSD lacks (ColdStartDelay 100 ms: one master about
+// 0.3 s after daemons start together; 0 restores BSD's wait for an
+// election timer).
 func DefaultConfig(name string) Config {
 	return Config{
 		Name:           name,
@@ -168,8 +172,10 @@ func DefaultConfig(name string) Config {
 
 // FastConfig is DefaultConfig scaled down for simulations and tests: the
 // sync interval is 4 s (1/60), the election range 6–15 s, the candidate
-// wait 100 ms, the retransmit schedule a tenth of BSD's (20…320 ms). It
-// assumes network latencies of a few milliseconds.
+// wait 100 ms, the retransmit schedule a tenth of BSD's (20…320 ms), the
+// cold-start slot half the default's (50 ms: collisions depend on the
+// latency, which does not shrink with the timers). It assumes network
+// latencies of a few milliseconds.
 func FastConfig(name string) Config {
 	c := DefaultConfig(name)
 	c.SyncInterval = 4 * time.Second
