@@ -1,19 +1,12 @@
 package simnet
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/timed-project/timed/election"
-)
-
-var (
-	cseedFlag  = flag.Uint64("cseed", 0, "TestSimultaneousStart: replay only this seed, with a trace")
-	cseedsFlag = flag.Int("cseeds", 500, "TestSimultaneousStart: how many seeds to run")
 )
 
 // TestSimultaneousStart starts every node of a small network in the same
@@ -42,15 +35,7 @@ func simultaneousRun(seed uint64, trace func(string)) error {
 	})
 	n.Nodes[0].Cfg.MayBeMaster = true
 	if r.IntN(4) == 0 { // -F on every host: the eligible ones are trusted
-		var trusted []netip.AddrPort
-		for _, nd := range n.Nodes {
-			if nd.Cfg.MayBeMaster {
-				trusted = append(trusted, nd.Addr)
-			}
-		}
-		for _, nd := range n.Nodes {
-			nd.Cfg.Trusted = trusted
-		}
+		trustEligible(n)
 	}
 	link := Link{MinLatency: time.Duration(200+r.IntN(1800)) * time.Microsecond, Shape: Shape(r.IntN(2))}
 	link.MaxLatency = link.MinLatency + time.Duration(r.IntN(8000))*time.Microsecond
