@@ -441,8 +441,8 @@ func (m *Machine) sawStarting(name string) {
 	}
 }
 
-// armColdStart starts the cold start (Config.ColdStartDelay) the first
-// time a starting daemon sees another. It runs in two steps on one timer:
+// armColdStart counts the daemon seen starting and starts the cold start
+// (Config.ColdStartDelay) the first time a starting daemon sees another. It runs in two steps on one timer:
 // first Retransmit[0], in which a live master answers our probe (its
 // MASTERACK cancels the timer, and nothing was drawn) and the MASTERREQs
 // of the daemons started with us come in; then a uniform draw from [0,
@@ -455,10 +455,11 @@ func (m *Machine) sawStarting(name string) {
 // ACCEPT, and the candidate follows our MASTERUP if we are first; waiting
 // for the candidate instead would leave the network without a master for
 // an election timer whenever two candidates collide.
-func (m *Machine) armColdStart() {
+func (m *Machine) armColdStart(seen string) {
 	if m.cfg.ColdStartDelay <= 0 || !m.cfg.MayBeMaster || m.haveMaster {
 		return
 	}
+	m.sawStarting(seen)
 	if _, ok := m.timers[TimerColdStart]; ok {
 		return
 	}
@@ -701,8 +702,7 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 		}
 	case tsp.MasterReq, tsp.Election:
 		m.sawOther = true
-		m.sawStarting(p.Name)
-		m.armColdStart()
+		m.armColdStart(p.Name)
 	case tsp.AdjTime, tsp.SetTime:
 		// No master is followed yet, so no correction is taken: the
 		// probe's MASTERACK names the master, from its own address.
