@@ -442,10 +442,11 @@ func (m *Machine) sawStarting(name string) {
 }
 
 // armColdStart counts the daemon seen starting and starts the cold start
-// (Config.ColdStartDelay) the first time a starting daemon sees another. It runs in two steps on one timer:
-// first Retransmit[0], in which a live master answers our probe (its
-// MASTERACK cancels the timer, and nothing was drawn) and the MASTERREQs
-// of the daemons started with us come in; then a uniform draw from [0,
+// (Config.ColdStartDelay) the first time a starting daemon sees another.
+// It runs in two steps on one timer: first Retransmit[0], in which a live
+// master answers our probe (its MASTERACK cancels the timer, and nothing
+// was drawn) and the MASTERREQs of the daemons started with us come in;
+// then a uniform draw from [0,
 // ColdStartDelay·k], k the daemons seen starting, this one included (at
 // most ElectionMin). Of k draws the first falls at about ColdStartDelay
 // whatever k, and another falls within a latency δ of it with
