@@ -22,6 +22,7 @@ import (
 //	election-timeout-min < election-timeout-max  each follows the other
 //	fast-election   ≤ election-timeout-min  fast-election follows election-timeout-min
 //	accept-window   < election-timeout-min  accept-window follows election-timeout-min
+//	cold-start-delay ≤ election-timeout-min cold-start-delay follows election-timeout-min
 //	answer-delay    < candidate-wait        answer-delay follows candidate-wait
 //	step-threshold  ≤ max-step              step-threshold follows max-step
 //
@@ -46,9 +47,9 @@ import (
 // The sync interval and the election timers follow each other both ways
 // because together they are the protocol's one time scale: a user who
 // shortens the election timers wants faster rounds. The others follow one
-// way only: a user-given accept-window, fast-election, first-sync,
-// answer-delay or step-threshold out of order is refused, naming it,
-// rather than moving the timer it depends on.
+// way only: a user-given accept-window, fast-election, cold-start-delay,
+// first-sync, answer-delay or step-threshold out of order is refused,
+// naming it, rather than moving the timer it depends on.
 
 // order is one order between two timers: lo < hi, or lo ≤ hi when not
 // strict. dep is the timer that follows the other; with mutual, the other
@@ -66,6 +67,7 @@ var orders = []order{
 	{lo: "election-timeout-min", hi: "election-timeout-max", strict: true, dep: "election-timeout-max", mutual: true},
 	{lo: "fast-election", hi: "election-timeout-min", dep: "fast-election"},
 	{lo: "accept-window", hi: "election-timeout-min", strict: true, dep: "accept-window"},
+	{lo: "cold-start-delay", hi: "election-timeout-min", dep: "cold-start-delay"},
 	{lo: "answer-delay", hi: "candidate-wait", strict: true, dep: "answer-delay"},
 	{lo: "step-threshold", hi: "max-step", dep: "step-threshold"},
 }

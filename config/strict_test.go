@@ -199,6 +199,8 @@ func TestUserValuesOutOfOrderAreRefused(t *testing.T) {
 		{[]string{"--step-threshold", "2000s"}, `invalid step-threshold "2000s": accepted: at most max-step (16m40s)`},
 		{[]string{"--first-sync", "10m"}, `invalid first-sync "10m": accepted: at most sync-interval (4m0s)`},
 		{[]string{"--fast-election", "10m"}, `invalid fast-election "10m": accepted: at most election-timeout-min (6m0s)`},
+		{[]string{"--cold-start-delay", "7m"}, `invalid cold-start-delay "7m": accepted: at most election-timeout-min (6m0s)`},
+		{[]string{"--cold-start-delay", "-1s"}, `invalid cold-start-delay "-1s": accepted: a Go duration from 0s to 1h0m0s`},
 		{[]string{"--election-timeout-min", "4s", "--fast-election", "5s"},
 			`invalid fast-election "5s": accepted: at most election-timeout-min (4s)`},
 		{[]string{"--sync-interval", "500s", "--election-timeout-max", "400s"},
@@ -225,7 +227,7 @@ func TestUserValuesOutOfOrderAreRefused(t *testing.T) {
 func TestOnlyUserValuesAreRefused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 14))
 	keys := []string{"sync-interval", "first-sync", "election-timeout-min", "election-timeout-max", "fast-election",
-		"accept-window", "candidate-wait", "answer-delay", "step-threshold", "max-step"}
+		"accept-window", "candidate-wait", "answer-delay", "step-threshold", "max-step", "cold-start-delay"}
 	steps := []time.Duration{time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond, time.Second, 3 * time.Second,
 		10 * time.Second, time.Minute, 5 * time.Minute, 20 * time.Minute, time.Hour}
 	loaded := 0

@@ -94,6 +94,21 @@ type Config struct {
 	// (3 s, FASTTOUT; FreeBSD goes to master at once).
 	NoMasterWait time.Duration
 
+	// ColdStartDelay is the cold start's slot per daemon. A daemon that
+	// may be master, is starting (or left start-up a slave with no
+	// master), and has seen other daemons probe but no master, becomes
+	// master when Retransmit[0] (in which a live master answers a probe)
+	// and then a delay drawn uniformly from [0, ColdStartDelay·k] have
+	// passed, k the daemons seen starting, itself included (the draw at
+	// most ElectionMin); a master showing itself first cancels it. The
+	// first of k draws falls about ColdStartDelay in, whatever k, and the
+	// others follow its MASTERUP; two within one latency δ of each other
+	// (probability about δ/ColdStartDelay) make two masters, which merge
+	// at once. Without it daemons that start together each see the others
+	// probing and wait for an election timer (BSD does). 0 turns it off;
+	// at most ElectionMin, beyond which the election timer runs first.
+	ColdStartDelay time.Duration
+
 	// SetTimeGuard: a SLAVEUP that arrives at least this long after the
 	// master's MASTERUP is a new daemon, answered at once with SETTIME;
 	// earlier ones are the MASTERUP's answers, set at the first round (3 s).
@@ -124,7 +139,10 @@ type Config struct {
 	MaxSlaves int
 }
 
-// DefaultConfig returns BSD's timers (facts §3) for a daemon called name.
+// DefaultConfig returns BSD's timers (facts §3) for a daemon called name,
+// and the cold start BSD lacks (ColdStartDelay 100 ms: one master about
+// 0.3 s after daemons start together; 0 restores BSD's wait for an
+// election timer).
 func DefaultConfig(name string) Config {
 	return Config{
 		Name:           name,
@@ -139,6 +157,7 @@ func DefaultConfig(name string) Config {
 		AcceptWindow:   30 * time.Second,
 		ConflictWindow: 300 * time.Millisecond,
 		NoMasterWait:   3 * time.Second,
+		ColdStartDelay: 100 * time.Millisecond,
 		SetTimeGuard:   3 * time.Second,
 		AnswerDelay:    100 * time.Millisecond,
 		Retransmit: []time.Duration{
@@ -153,8 +172,10 @@ func DefaultConfig(name string) Config {
 
 // FastConfig is DefaultConfig scaled down for simulations and tests: the
 // sync interval is 4 s (1/60), the election range 6–15 s, the candidate
-// wait 100 ms, the retransmit schedule a tenth of BSD's (20…320 ms). It
-// assumes network latencies of a few milliseconds.
+// wait 100 ms, the retransmit schedule a tenth of BSD's (20…320 ms), the
+// cold-start slot half the default's (50 ms: collisions depend on the
+// latency, which does not shrink with the timers). It assumes network
+// latencies of a few milliseconds.
 func FastConfig(name string) Config {
 	c := DefaultConfig(name)
 	c.SyncInterval = 4 * time.Second
@@ -167,6 +188,7 @@ func FastConfig(name string) Config {
 	c.AcceptWindow = 500 * time.Millisecond
 	c.ConflictWindow = 30 * time.Millisecond
 	c.NoMasterWait = 100 * time.Millisecond
+	c.ColdStartDelay = 50 * time.Millisecond
 	c.SetTimeGuard = 50 * time.Millisecond
 	c.AnswerDelay = 2 * time.Millisecond
 	c.Retransmit = []time.Duration{
@@ -230,6 +252,8 @@ func (c *Config) Validate() error {
 		return invalid("ConflictWindow", "is %v, must be > 0", c.ConflictWindow)
 	case c.NoMasterWait <= 0:
 		return invalid("NoMasterWait", "is %v, must be > 0", c.NoMasterWait)
+	case c.ColdStartDelay < 0 || c.ColdStartDelay > c.ElectionMin:
+		return invalid("ColdStartDelay", "is %v, must be in [0, ElectionMin=%v] (0: off)", c.ColdStartDelay, c.ElectionMin)
 	case c.SetTimeGuard < 0:
 		return invalid("SetTimeGuard", "is %v, must be ≥ 0", c.SetTimeGuard)
 	case c.AnswerDelay < 0 || c.AnswerDelay >= c.CandidateWait:

@@ -251,6 +251,24 @@
 //     it saw MASTERREQ or ELECTION from another daemon while probing,
 //     goes to Slave instead of No Master (FreeBSD): daemons started
 //     together then elect one master instead of each becoming one.
+//   - Cold start (Config.ColdStartDelay): a daemon that may be master and
+//     sees others probing does not wait for an election timer, which made
+//     daemons started together (a power cut) masterless for 6–15 minutes,
+//     in BSD too. When its first probe copy has gone unanswered it draws
+//     a delay from [0, ColdStartDelay·k], k the daemons seen starting, and
+//     becomes master when it runs out, unless a master showed itself
+//     (MASTERACK, MASTERUP) or, once out of Start-up, it accepted a
+//     candidate. The first draw, about ColdStartDelay after the first
+//     probe timeout whatever k, wins and the others follow its MASTERUP;
+//     two draws within a latency δ (probability about δ/ColdStartDelay)
+//     make two masters, which merge as below. Datagrams until the master
+//     lists everyone: about 2N MASTERREQ copies, MASTERUP and N−1
+//     SLAVEUPs, where BSD sends 5N MASTERREQ copies and then the
+//     election's 3N−1. The election proper is unchanged (3N−1).
+//   - A daemon in Consistency follows a MASTERUP (the paper waits for a
+//     second MASTERACK only): the master that answered its probe may have
+//     quit to the sender, and following it would leave the daemon a slave
+//     of a slave until its election timer ran out.
 //   - Two masters: besides the paper's CONFLICT path, a master treats a
 //     LOOP, MASTERUP, ADJTIME or SETTIME from another trusted master as a
 //     second master (the healed-partition rule, after BSD's LOOP).
@@ -262,7 +280,8 @@
 //     ignores the QUIT it gets while its own is outstanding.
 //   - After a rival master ACKs its QUIT on that path, the survivor
 //     broadcasts MASTERUP to collect the rival's slaves, as the paper does
-//     after CONFLICT; BSD left them to time out and start elections.
+//     after CONFLICT, and in Conflict too (a rival that already quit does
+//     not answer RESOLVE); BSD left them to time out and start elections.
 //   - A master or candidate that obeys QUIT follows the sender at once
 //     (and a former master sends it SLAVEUP); BSD became a slave without
 //     a master and waited for the next ADJTIME or MASTERUP.

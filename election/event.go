@@ -126,6 +126,9 @@ const (
 	// TimerLook is a Host's, one per network it put out of use: when it
 	// runs out the host looks at that network again (BSD looktime).
 	TimerLook
+	// TimerColdStart makes a starting daemon that has seen others but no
+	// master become master (Config.ColdStartDelay).
+	TimerColdStart
 
 	firstSendTimer TimerID = 1 << 8
 )
@@ -133,7 +136,7 @@ const (
 var timerNames = map[TimerID]string{
 	TimerElection: "election", TimerCandidate: "candidate", TimerAccept: "accept",
 	TimerConsistency: "consistency", TimerNoMaster: "nomaster", TimerSync: "sync",
-	TimerLook: "look",
+	TimerLook: "look", TimerColdStart: "coldstart",
 }
 
 func (id TimerID) String() string {

@@ -50,9 +50,11 @@ type Machine struct {
 	seenSwept  time.Time           // last sweep of expired entries from seen
 
 	// Start-up and Consistency.
-	probeSeq uint16
-	sawOther bool
-	first    Peer
+	probeSeq  uint16
+	sawOther  bool
+	coldDrawn bool                // the cold-start timer runs its drawn delay
+	starting  map[string]struct{} // daemons seen probing or electing (bounded: maxStarting)
+	first     Peer
 
 	// Accept.
 	candidate Peer
@@ -129,6 +131,7 @@ func (m *Machine) reset() {
 	m.adjSeen, m.setSeen = false, false
 	m.backoff = 1
 	m.sawOther = false
+	m.starting = nil
 	m.resolveSeqs = nil
 	m.quitSent = nil
 	m.knownMasters = nil
@@ -273,6 +276,11 @@ func (m *Machine) become(s State, reason string) {
 	if s == Candidate || s.IsMaster() || s == NoMaster {
 		m.cancelTimer(TimerElection)
 	}
+	if s != Slave {
+		// Only a probe that failed (Slave, no master yet) keeps the cold
+		// start pending; every other state has a master or an election.
+		m.cancelTimer(TimerColdStart)
+	}
 	if old == Candidate && !s.IsMaster() && len(m.slaves) > 0 {
 		m.slaves = map[string]*slave{}
 	}
@@ -320,6 +328,7 @@ func sortedTimers(t map[TimerID]time.Time) []TimerID {
 // probe broadcasts MASTERREQ (reliable: waits for MASTERACK).
 func (m *Machine) probe() {
 	m.sawOther = false
+	m.starting = nil
 	m.probeSeq = m.nextSeq()
 	m.send(&outgoing{
 		pkt: m.packet(tsp.MasterReq, m.probeSeq), bcast: true,
@@ -383,6 +392,8 @@ func (m *Machine) timer(id TimerID) {
 		if m.state == NoMaster {
 			m.becomeMaster("no master found")
 		}
+	case TimerColdStart:
+		m.coldStart()
 	case TimerSync:
 		if m.state.IsMaster() {
 			m.syncRound()
@@ -414,6 +425,64 @@ func (m *Machine) armElection() {
 		d += time.Duration(m.rng.Int64N(int64(width) + 1))
 	}
 	m.setTimer(TimerElection, d)
+}
+
+// maxStarting bounds the names a starting daemon counts (sawStarting):
+// packets under ever new names must not grow the table, and beyond it the
+// cold start's range is at ElectionMin anyway with BSD's timers.
+const maxStarting = 1024
+
+func (m *Machine) sawStarting(name string) {
+	if m.starting == nil {
+		m.starting = map[string]struct{}{}
+	}
+	if len(m.starting) < maxStarting {
+		m.starting[name] = struct{}{}
+	}
+}
+
+// armColdStart counts the daemon seen starting and starts the cold start
+// (Config.ColdStartDelay) the first time a starting daemon sees another.
+// It runs in two steps on one timer: first Retransmit[0], in which a live
+// master answers our probe (its MASTERACK cancels the timer, and nothing
+// was drawn) and the MASTERREQs of the daemons started with us come in;
+// then a uniform draw from [0,
+// ColdStartDelay·k], k the daemons seen starting, this one included (at
+// most ElectionMin). Of k draws the first falls at about ColdStartDelay
+// whatever k, and another falls within a latency δ of it with
+// probability about δ/ColdStartDelay: the others follow its MASTERUP.
+//
+// An ELECTION seen meanwhile does not stop it: a starting daemon does not
+// ACCEPT, and the candidate follows our MASTERUP if we are first; waiting
+// for the candidate instead would leave the network without a master for
+// an election timer whenever two candidates collide.
+func (m *Machine) armColdStart(seen string) {
+	if m.cfg.ColdStartDelay <= 0 || !m.cfg.MayBeMaster || m.haveMaster {
+		return
+	}
+	m.sawStarting(seen)
+	if _, ok := m.timers[TimerColdStart]; ok {
+		return
+	}
+	m.coldDrawn = false
+	m.setTimer(TimerColdStart, m.cfg.Retransmit[0])
+}
+
+// coldStart is the cold-start timer: after the first step it draws the
+// delay, after the second the daemon becomes master, if it still has
+// neither a master nor an election of its own.
+func (m *Machine) coldStart() {
+	if (m.state != StartUp && m.state != Slave) || m.haveMaster || !m.cfg.MayBeMaster {
+		return
+	}
+	if !m.coldDrawn {
+		m.coldDrawn = true
+		k := time.Duration(len(m.starting) + 1)
+		span := min(m.cfg.ColdStartDelay*k, m.cfg.ElectionMin)
+		m.setTimer(TimerColdStart, time.Duration(m.rng.Int64N(int64(span)+1)))
+		return
+	}
+	m.becomeMaster("cold start: others starting, no master")
 }
 
 func (m *Machine) answerDelay() time.Duration {
@@ -634,6 +703,7 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 		}
 	case tsp.MasterReq, tsp.Election:
 		m.sawOther = true
+		m.armColdStart(p.Name)
 	case tsp.AdjTime, tsp.SetTime:
 		// No master is followed yet, so no correction is taken: the
 		// probe's MASTERACK names the master, from its own address.
@@ -643,6 +713,18 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 
 func (m *Machine) recvConsistency(p tsp.Packet, peer Peer) {
 	m.ackSlaveSide(p, peer.Addr)
+	if p.Type == tsp.MasterUp {
+		// A master announcing itself now, as every other state follows
+		// it: the one that answered our probe may since have quit to it
+		// (two masters of a cold start merge so), and following the first
+		// would leave us a slave of a slave until our election timer.
+		if m.isTrusted(peer.Addr) {
+			m.followMaster(peer, "MASTERUP from "+p.Name)
+		} else {
+			m.suppress(peer)
+		}
+		return
+	}
 	if p.Type != tsp.MasterAck || p.Seq != m.probeSeq || p.Name == m.first.Name {
 		return
 	}
@@ -684,6 +766,7 @@ func (m *Machine) followMaster(peer Peer, reason string) {
 }
 
 func (m *Machine) setMaster(peer Peer) {
+	m.cancelTimer(TimerColdStart)
 	if !m.haveMaster || m.master != peer {
 		m.adjSeen, m.setSeen = false, false
 	}
@@ -1004,10 +1087,13 @@ func (m *Machine) rivalRank(peer Peer) int {
 }
 
 // quitRival tells another master to QUIT and, once it has, broadcasts
-// MASTERUP to collect its slaves (as after a CONFLICT).
+// MASTERUP to collect its slaves (as after a CONFLICT). It does so in
+// Conflict too: a rival that quit no longer answers RESOLVE, so
+// endConflict would not collect its slaves, and they would follow a
+// slave until their election timers ran out.
 func (m *Machine) quitRival(peer Peer) {
 	m.quit(peer, func() {
-		if m.state == Master {
+		if m.state.IsMaster() {
 			m.masterUp()
 		}
 	})

@@ -150,6 +150,8 @@ func TestConfigValidate(t *testing.T) {
 		{"Retransmit", func(c *Config) { c.Retransmit = nil }},
 		{"Retransmit[2]", func(c *Config) { c.Retransmit = []time.Duration{1, 2, 0} }},
 		{"LostHost", func(c *Config) { c.LostHost = 0 }},
+		{"ColdStartDelay", func(c *Config) { c.ColdStartDelay = -1 }},
+		{"ColdStartDelay", func(c *Config) { c.ColdStartDelay = c.ElectionMin + 1 }},
 		{"Trusted[0]", func(c *Config) { c.Trusted = []netip.AddrPort{{}} }},
 	}
 	for _, b := range bad {

@@ -289,6 +289,18 @@ func (c *cluster) oneMaster(skip ...*node) (*node, string) {
 			return nil, fmt.Sprintf("%s is %s, not a slave of %s: %s", n.name, s.State, master.name, describe(st))
 		}
 	}
+	// Following is not enough: a slave that followed a MASTERUP is listed
+	// when its SLAVEUP arrives, and until then the master's SETDATE or
+	// first round leaves it out.
+	listed := map[string]bool{}
+	for _, sl := range st[master].Slaves {
+		listed[sl.Name] = true
+	}
+	for n := range st {
+		if n != master && !listed[n.name] {
+			return nil, fmt.Sprintf("%s follows %s but is not on its list yet", n.name, master.name)
+		}
+	}
 	return master, ""
 }
 

@@ -1,6 +1,7 @@
 package simnet
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -83,4 +84,18 @@ func master(t testing.TB, n *Net) *Node {
 		t.Fatalf("want one master, have %v\n%s", names(ms), joinLines(n.Status()))
 	}
 	return ms[0]
+}
+
+// trustEligible gives every node BSD's -F list: the addresses of the nodes
+// that may be master.
+func trustEligible(n *Net) {
+	var trusted []netip.AddrPort
+	for _, nd := range n.Nodes {
+		if nd.Cfg.MayBeMaster {
+			trusted = append(trusted, nd.Addr)
+		}
+	}
+	for _, nd := range n.Nodes {
+		nd.Cfg.Trusted = trusted
+	}
 }

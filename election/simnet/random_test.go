@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"os"
 	"strconv"
 	"testing"
@@ -18,6 +17,8 @@ var (
 	seedsFlag  = flag.Int("seeds", 500, "TestRandomFaults: how many seeds to run")
 	mseedFlag  = flag.Uint64("mseed", 0, "TestRandomMultiNet: replay only this seed, with a trace")
 	mseedsFlag = flag.Int("mseeds", 200, "TestRandomMultiNet: how many seeds to run")
+	cseedFlag  = flag.Uint64("cseed", 0, "TestSimultaneousStart: replay only this seed, with a trace")
+	cseedsFlag = flag.Int("cseeds", 500, "TestSimultaneousStart: how many seeds to run")
 )
 
 // TestRandomFaults runs random fault schedules (crashes, restarts,
@@ -82,15 +83,7 @@ func randomRun(seed uint64, trace func(string)) error {
 		n.Nodes[0].Cfg.MayBeMaster = true
 	}
 	if r.IntN(3) == 0 { // BSD -F on every host: the eligible ones are trusted
-		var trusted []netip.AddrPort
-		for _, nd := range n.Nodes {
-			if nd.Cfg.MayBeMaster {
-				trusted = append(trusted, nd.Addr)
-			}
-		}
-		for _, nd := range n.Nodes {
-			nd.Cfg.Trusted = trusted
-		}
+		trustEligible(n)
 	}
 	base := Link{MinLatency: time.Duration(500+r.IntN(1500)) * time.Microsecond}
 	base.MaxLatency = base.MinLatency + time.Duration(r.IntN(8000))*time.Microsecond
