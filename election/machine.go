@@ -1208,8 +1208,17 @@ func (m *Machine) syncRound() {
 	m.setTimer(TimerSync, m.cfg.SyncInterval)
 }
 
+// RoundOpen reports whether a SyncResult for round would be taken now: the
+// machine is master and round is its current round, not yet answered. A
+// runtime asks before it applies the master's own share of a round to the
+// clock, so that a round the machine discards (a date change, a lost
+// mastership since it began) moves no clock either.
+func (m *Machine) RoundOpen(round uint64) bool {
+	return m.state.IsMaster() && round == m.round && !m.roundDone
+}
+
 func (m *Machine) syncResult(r SyncResult) {
-	if !m.state.IsMaster() || r.Round != m.round || m.roundDone {
+	if !m.RoundOpen(r.Round) {
 		return
 	}
 	m.roundDone = true

@@ -116,9 +116,11 @@ func networkOptions(cfg *config.Config) clocksync.NetworkOptions {
 
 // syncFinished hands the corrections to the Host (whose machine sends
 // them) and applies the master's own share to its clock, if this network
-// still votes for it: a round that started voting, after which the host
-// came to follow a master elsewhere (or lost this network), leaves the
-// clock to that.
+// still votes for it and the machine takes the round: a round that
+// started voting, after which the host came to follow a master elsewhere
+// (or lost this network), leaves the clock to that; and a round the
+// machine discards as stale (a SETDATE landed while it measured, which
+// started a new one) would undo the date change.
 func (rt *netRuntime) syncFinished(s syncDone) {
 	d := rt.d
 	rt.st.roundMeasured(s, time.Now(), d.methodOf)
@@ -132,7 +134,8 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 	}
 	rt.log.WithFields(logrus.Fields{"round": s.result.Round, "slaves": len(s.slaves), "unmeasured": failed,
 		"network_offset": s.network.Offset, "kept": s.network.Kept}).Debug("sync round measured")
-	votes := d.host.Running(rt.i) && d.host.State(rt.i).IsMaster() && !d.host.Dictates(rt.i)
+	votes := d.host.Running(rt.i) && d.host.State(rt.i).IsMaster() && !d.host.Dictates(rt.i) &&
+		d.host.Machine(rt.i).RoundOpen(s.result.Round)
 	rt.step(s.result, time.Time{})
 	var own clocksync.Applied
 	var err error
