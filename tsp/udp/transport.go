@@ -121,8 +121,13 @@ type Transport struct {
 	verifier  *auth.Verifier
 	saverDone chan struct{} // closed when the auth state saver has exited
 	// sendMu makes signing and writing one step: a datagram signed first
-	// is written first, so its counter reaches the receiver first.
+	// is written first, so its counter reaches the receiver first. It
+	// also serialises stamped writes, so that the first transmit stamp
+	// after one is its own.
 	sendMu sync.Mutex
+	// txRaw reads transmit timestamps from the socket's error queue; nil
+	// when the kernel gives none.
+	txRaw syscall.RawConn
 
 	onDatagram func()
 }
@@ -186,6 +191,14 @@ func Listen(cfg Config) (*Transport, error) {
 	if err := sockopt.EnableRxTimestamps(conn); err != nil {
 		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
 	}
+	rc, err := conn.SyscallConn()
+	if err == nil {
+		err = sockopt.EnableTxTimestamps(rc)
+	}
+	if err != nil {
+		log.WithError(err).Debug("tsp: no kernel transmit timestamps; probes use the time before the write")
+		rc = nil
+	}
 	t := &Transport{
 		conn:     conn,
 		pc:       pc,
@@ -200,6 +213,7 @@ func Listen(cfg Config) (*Transport, error) {
 		dropLog:  limit.NewLogger(log, limit.LogConfig{}),
 		signer:   cfg.Signer,
 		verifier: cfg.Verifier,
+		txRaw:    rc,
 
 		onDatagram: cfg.onDatagram,
 	}
@@ -365,6 +379,37 @@ func (t *Transport) SendExt(e *tsp.ExtPacket, to netip.AddrPort) error {
 	return t.send(b, to, 0, &t.stats.sentExt[e.Kind])
 }
 
+// SendExtStamped unicasts an extension message, like SendExt, and
+// returns the kernel's software transmit timestamp of it (real time), ok
+// false when the kernel gave none. Only this send asks for one: the
+// stamps come back on the socket's error queue, which is read here.
+func (t *Transport) SendExtStamped(e *tsp.ExtPacket, to netip.AddrPort) (time.Time, bool, error) {
+	b, err := t.encodeExt(e)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if t.txRaw == nil {
+		return time.Time{}, false, t.send(b, to, 0, &t.stats.sentExt[e.Kind])
+	}
+	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+	var at time.Time
+	var ok bool
+	t.sendMu.Lock()
+	d, err := t.sign(b)
+	if err == nil {
+		before := time.Now()
+		if _, _, err = t.conn.WriteMsgUDPAddrPort(d, sockopt.TxCmsg, to); err == nil {
+			at, ok = sockopt.ReadTxTimestamp(t.txRaw, before, txWait)
+		}
+	}
+	t.sendMu.Unlock()
+	return at, ok, t.sent(to, err, &t.stats.sentExt[e.Kind])
+}
+
+// txWait bounds the wait for a transmit timestamp after a write, with the
+// send lock held.
+const txWait = 2 * time.Millisecond
+
 // BroadcastExt broadcasts an extension message on n, like Broadcast.
 func (t *Transport) BroadcastExt(e *tsp.ExtPacket, n Network) error {
 	b, err := t.encodeExt(e)
@@ -446,6 +491,11 @@ func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.
 		_, err = t.pc.WriteTo(d, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	}
 	t.sendMu.Unlock()
+	return t.sent(to, err, sent)
+}
+
+// sent counts a send's outcome.
+func (t *Transport) sent(to netip.AddrPort, err error, sent *atomic.Uint64) error {
 	if err != nil {
 		t.stats.sendErrors.Add(1)
 		return fmt.Errorf("tsp: send to %v: %w", to, err)
@@ -467,7 +517,9 @@ func (t *Transport) readLoop() {
 	defer close(t.done)
 	defer close(t.packets)
 	buf := make([]byte, readBufSize)
-	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16))
+	// PKTINFO, SCM_TIMESTAMPNS, and SCM_TIMESTAMPING (three timespecs),
+	// which kernels before 6.12 add once transmit stamps are enabled.
+	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16)+unix.CmsgSpace(48))
 	var backoff time.Duration
 	for {
 		n, oobn, flags, from, err := t.conn.ReadMsgUDPAddrPort(buf, oob)
