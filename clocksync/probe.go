@@ -141,7 +141,7 @@ type StampedSender interface {
 // returns the send time on clock: the kernel's transmit timestamp where
 // there is one (converted as Datagram.Waited is, the clock read before the
 // real time so the result errs early, as a send stamp may), else user.
-func sendStamped(send PacketSender, clock Clock, p tsp.ExtPacket, to netip.AddrPort, user time.Time) (time.Time, bool, error) {
+func sendStamped(send PacketSender, clock Clock, realNow func() time.Time, p tsp.ExtPacket, to netip.AddrPort, user time.Time) (time.Time, bool, error) {
 	ss, ok := send.(StampedSender)
 	if !ok {
 		return user, false, send.WriteExt(p, to)
@@ -151,7 +151,10 @@ func sendStamped(send PacketSender, clock Clock, p tsp.ExtPacket, to netip.AddrP
 		return user, false, err
 	}
 	c := clock.Now()
-	k := c.Add(-time.Since(at))
+	if realNow == nil {
+		realNow = time.Now
+	}
+	k := c.Add(-realNow().Sub(at))
 	// Both are no later than the departure; the later is the closer. A
 	// kernel time before the reading means the clock was set in between.
 	if k.Before(user) || k.Sub(user) > maxSendLag {
@@ -204,6 +207,7 @@ type ProbeClient struct {
 	name    string
 	cfg     ProbeConfig
 	history RTTHistory
+	realNow func() time.Time // the kernel's clock (nil: time.Now); tests set virtual time
 
 	mu      sync.Mutex
 	seq     uint16
@@ -260,7 +264,7 @@ func (c *ProbeClient) Measure(ctx context.Context, host netip.AddrPort) (Measure
 		p.t1 = c.clock.Now()
 		c.mu.Unlock()
 		pkt := tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: seq, Name: c.name, Payload: ProbePayload{Format: probeFormat2, T1: p.t1.UnixNano()}.Marshal()}
-		t1, kernel, err := sendStamped(c.send, c.clock, pkt, host, p.t1)
+		t1, kernel, err := sendStamped(c.send, c.clock, c.realNow, pkt, host, p.t1)
 		sent++
 		if err == nil {
 			timer.Reset(c.cfg.Wait)
@@ -344,8 +348,9 @@ func (c *ProbeClient) Deliver(d Datagram) bool {
 // for each client, the kernel's send time of its last reply, to send it
 // in the next (format 2). Safe for concurrent use.
 type ProbeResponder struct {
-	clock Clock
-	name  string
+	clock   Clock
+	name    string
+	realNow func() time.Time // as ProbeClient's
 
 	mu   sync.Mutex
 	last map[netip.AddrPort]sentReply
@@ -401,7 +406,7 @@ func (r *ProbeResponder) Answer(d Datagram, send PacketSender) error {
 		return err
 	}
 	pl, _ := UnmarshalProbe(rep.Payload) // just encoded
-	t3, kernel, err := sendStamped(send, r.clock, rep, d.From, time.Unix(0, pl.T3))
+	t3, kernel, err := sendStamped(send, r.clock, r.realNow, rep, d.From, time.Unix(0, pl.T3))
 	if err != nil {
 		return err
 	}
