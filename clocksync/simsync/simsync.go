@@ -2,7 +2,9 @@
 // compute the network time, send each slave its correction — among
 // simulated clocks in virtual time (internal/vtime), deterministically for a
 // given seed. It uses clocksync's own pieces (probe payload and responder,
-// minimum-RTT selection, network time, correction planning, the TSP
+// the adaptive probe count and the combination of samples (SampleSet,
+// RTTHistory), or BSD's minimum-RTT selection, network time, correction
+// planning, the TSP
 // encoding of corrections, the Applier and the frequency discipline); only
 // the network between daemons is simulated. It never touches a real clock
 // or the network.
@@ -57,7 +59,8 @@ type Config struct {
 	// weighted mean, the Applier steps at 100 ms (SlewStepThreshold),
 	// re-stamped SETTIME retries. Both measure with the same probe (BSD used
 	// ICMP timestamps of 1 ms resolution), so the comparison isolates what
-	// the settings do.
+	// the settings do; BSD's takes a fixed count of replies and the
+	// minimum-RTT sample, ours an adaptive count, combined by error.
 	BSD bool
 
 	MaxOffset   time.Duration // initial offsets uniform in ±MaxOffset (default 1 s)
@@ -65,8 +68,15 @@ type Config struct {
 	DelayMin    time.Duration // one-way delay uniform in [DelayMin, DelayMax] (50 µs)
 	DelayMax    time.Duration // (150 µs)
 	Loss        float64       // per-datagram loss probability (default 0.01; <0 for none)
-	Replies     int           // probe replies wanted per slave (default 12)
-	Trials      int           // probes sent at most (default 2 × Replies)
+	// Replies is the number of probe replies wanted per slave: BSD
+	// settings and FixedCount take exactly this many (default 12); ours
+	// take between clocksync.DefaultMinReplies and DefaultMaxReplies,
+	// stopping once the minimum RTT has settled (clocksync.SampleSet).
+	Replies int
+	Trials  int // probes sent at most (default 2 × Replies)
+	// FixedCount makes ours measure as before the adaptive count:
+	// Replies replies, the minimum-RTT sample alone. For comparisons.
+	FixedCount bool
 
 	Fault         Fault
 	FaultDriftPPM float64       // default 5000
@@ -101,6 +111,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Replies <= 0 {
 		c.Replies = 12
+		if !c.BSD && !c.FixedCount {
+			c.Replies = clocksync.DefaultMaxReplies
+		}
 	}
 	if c.Trials < c.Replies {
 		c.Trials = 2 * c.Replies
@@ -132,11 +145,16 @@ type Result struct {
 	// had after the first round: max over used samples of RTT/2 − DelayMin
 	// (each one-way delay is at least DelayMin, so the asymmetry error of a
 	// sample is at most (RTT − 2·DelayMin)/2).
-	Eps     time.Duration
-	Rounds  int
-	Steps   int // corrections applied by stepping (all clocks)
-	Refused int // corrections refused as beyond max-step
-	Lost    int // corrections never delivered (all retries lost)
+	Eps    time.Duration
+	Rounds int
+	// Packets counts every datagram sent (probes, replies, corrections
+	// and their retries, ACKs); PerSlaveRound is Packets per slave per
+	// round.
+	Packets       int
+	PerSlaveRound float64
+	Steps         int // corrections applied by stepping (all clocks)
+	Refused       int // corrections refused as beyond max-step
+	Lost          int // corrections never delivered (all retries lost)
 }
 
 const (
@@ -159,13 +177,14 @@ type node struct {
 }
 
 type sim struct {
-	cfg    Config
-	s      *vtime.Scheduler
-	rng    *rand.Rand
-	nodes  []*node
-	res    Result
-	seq    uint16
-	faulty int
+	cfg     Config
+	s       *vtime.Scheduler
+	rng     *rand.Rand
+	nodes   []*node
+	res     Result
+	seq     uint16
+	faulty  int
+	history clocksync.RTTHistory // the master's, as its ProbeClient's
 }
 
 // Run runs one simulation.
@@ -226,7 +245,11 @@ func (sm *sim) lost() bool { return sm.rng.Float64() < sm.cfg.Loss }
 // far end after a one-way delay and calls deliver.
 func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, deliver func(clocksync.Datagram)) {
 	b, err := p.Marshal()
-	if err != nil || sm.lost() {
+	if err != nil {
+		return
+	}
+	sm.res.Packets++
+	if sm.lost() {
 		return
 	}
 	sm.s.After(sm.delay(), func() {
@@ -243,16 +266,20 @@ func (sm *sim) round() {
 	sm.res.Rounds++
 	round := sm.res.Rounds
 	master := sm.nodes[0]
-	samples := make([][]clocksync.Sample, len(sm.nodes))
+	samples := make([]*clocksync.SampleSet, len(sm.nodes))
 	sent := make([]int, len(sm.nodes))
 	for i := 1; i < len(sm.nodes); i++ {
+		samples[i] = &clocksync.SampleSet{Floor: sm.history.Floor(sm.nodes[i].addr), MaxReplies: sm.cfg.Replies}
+		if sm.fixed() {
+			samples[i].MinReplies = sm.cfg.Replies
+		}
 		sm.probe(i, 0, samples, sent)
 	}
 	sm.s.After(measureWindow, func() {
 		offsets := make([]clocksync.HostOffset, 0, len(sm.nodes)-1)
 		meas := make([]*clocksync.Measurement, len(sm.nodes))
 		for i := 1; i < len(sm.nodes); i++ {
-			m, err := clocksync.BestSample(samples[i], sent[i])
+			m, err := sm.measurement(i, samples[i], sent[i])
 			if err != nil {
 				offsets = append(offsets, clocksync.HostOffset{Trusted: true})
 				continue
@@ -288,8 +315,8 @@ func (sm *sim) round() {
 
 // probe sends probe k to slave i and, while replies are missing, the next
 // one probeSpacing later.
-func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
-	if k >= sm.cfg.Trials || len(samples[i]) >= sm.cfg.Replies {
+func (sm *sim) probe(i, k int, samples []*clocksync.SampleSet, sent []int) {
+	if k >= sm.cfg.Trials || samples[i].Enough() {
 		return
 	}
 	master, slave := sm.nodes[0], sm.nodes[i]
@@ -308,10 +335,26 @@ func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
 			if err != nil || pl.T1 != t1.UnixNano() {
 				return
 			}
-			samples[i] = append(samples[i], clocksync.Sample{T1: t1, T2: time.Unix(0, pl.T2), T3: time.Unix(0, pl.T3), T4: t4})
+			samples[i].Add(clocksync.Sample{T1: t1, T2: time.Unix(0, pl.T2), T3: time.Unix(0, pl.T3), T4: t4})
 		})
 	})
 	sm.s.After(probeSpacing, func() { sm.probe(i, k+1, samples, sent) })
+}
+
+// fixed: the replies are a fixed count and the minimum-RTT sample alone
+// is used, as BSD and as this daemon before the adaptive count.
+func (sm *sim) fixed() bool { return sm.cfg.BSD || sm.cfg.FixedCount }
+
+// measurement is slave i's measurement of the round, from its samples.
+func (sm *sim) measurement(i int, set *clocksync.SampleSet, sent int) (clocksync.Measurement, error) {
+	if sm.fixed() {
+		return clocksync.BestSample(set.Samples(), sent)
+	}
+	m, err := set.Measurement(sent)
+	if err == nil {
+		sm.history.Record(sm.nodes[i].addr, m.RTT)
+	}
+	return m, err
 }
 
 // sendCorrection delivers an ADJTIME or SETTIME like acksend(5): each try
@@ -340,6 +383,7 @@ func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
 			return
 		}
 		acked := false
+		sm.res.Packets++
 		if !sm.lost() {
 			sm.s.After(sm.delay(), func() {
 				q, err := tsp.Unmarshal(b)
@@ -354,6 +398,7 @@ func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
 						sm.count(slave.applier.ApplyAdjust(q.Time.Duration()))
 					}
 				}
+				sm.res.Packets++ // the ACK
 				if !sm.lost() {
 					acked = true
 				}
@@ -392,6 +437,9 @@ func (sm *sim) sample() {
 }
 
 func (sm *sim) finish() {
+	if sm.res.Rounds > 0 {
+		sm.res.PerSlaveRound = float64(sm.res.Packets) / float64(sm.res.Rounds*(len(sm.nodes)-1))
+	}
 	if len(sm.res.Spread) == 0 {
 		return
 	}
