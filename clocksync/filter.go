@@ -149,10 +149,7 @@ func sampleNoise(x Sample) time.Duration {
 	return userNoise
 }
 
-// Measurement combines the valid samples — those with both send times
-// from the kernel where there are any (a reading in user space may precede
-// its packet by a preemption, which lands in the offset) — within twice
-// their best RTT, weighted by 1/(excess RTT over the floor + stamp noise)², their
+// Measurement combines the valid samples within twice the best RTT, weighted by 1/(excess RTT over the floor + stamp noise)², their
 // mean kept inside every sample's error interval. Its error bound is the
 // distance from that mean to the farther end of the intersection of the
 // intervals: every one holds the true offset, so their intersection does.
@@ -164,14 +161,9 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 		}
 		return Measurement{Sent: sent}, ErrNoReply
 	}
-	kernelOnly := false
-	for _, x := range s.samples {
-		kernelOnly = kernelOnly || x.Valid() && x.KernelT1 && x.KernelT3
-	}
-	candidate := func(x Sample) bool { return x.Valid() && (!kernelOnly || x.KernelT1 && x.KernelT3) }
 	best := time.Duration(-1)
 	for _, x := range s.samples {
-		if candidate(x) && (best < 0 || x.RTT() < best) {
+		if x.Valid() && (best < 0 || x.RTT() < best) {
 			best = x.RTT()
 		}
 	}
@@ -182,7 +174,7 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 	var at time.Time
 	var used []Sample
 	for _, x := range s.samples {
-		if candidate(x) && x.RTT() <= 2*best {
+		if x.Valid() && x.RTT() <= 2*best {
 			used = append(used, x)
 			if x.T4.After(at) {
 				at = x.T4
@@ -191,7 +183,7 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 	}
 	var sw, so float64
 	lo, hi := time.Duration(-1<<63), time.Duration(1<<63-1)
-	kernel := 0
+	kernelT1, kernelT3 := false, false
 	var bestBound time.Duration
 	var bestOff time.Duration
 	for _, x := range used {
@@ -205,9 +197,7 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 		if x.RTT() == best {
 			bestBound, bestOff = b, off
 		}
-		if x.KernelT1 && x.KernelT3 {
-			kernel++
-		}
+		kernelT1, kernelT3 = kernelT1 || x.KernelT1, kernelT3 || x.KernelT3
 	}
 	off := time.Duration(so / sw)
 	bound := bestBound
@@ -220,10 +210,10 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 		off = bestOff
 	}
 	m := Measurement{Offset: off, ErrorBound: bound, RTT: best, At: at, Samples: s.valid, Sent: sent}
-	switch kernel {
-	case len(used):
+	switch {
+	case kernelT1 && kernelT3:
 		m.Stamps = StampsKernel
-	case 0:
+	case !kernelT1 && !kernelT3:
 		m.Stamps = StampsUser
 	default:
 		m.Stamps = StampsMixed

@@ -25,9 +25,10 @@ type Measurement struct {
 	// Samples is how many replies were received; Sent how many probes went.
 	Samples, Sent int
 	// Stamps is how the send times of the samples used were taken:
-	// StampsKernel (the kernel's transmit timestamps, both sides),
-	// StampsUser (clock readings before the write), StampsMixed; "" for
-	// ICMP timestamps.
+	// StampsKernel (the kernel's transmit timestamps on both sides: ours
+	// for t1, theirs for t3 in a later reply), StampsUser (clock readings
+	// before the write on both), StampsMixed (kernel stamps on one side
+	// only, as with a peer that knows only format 1); "" for ICMP.
 	Stamps string
 }
 

@@ -281,9 +281,9 @@ func TestProbeInterleavedT3(t *testing.T) {
 	if got := time.Duration(replies[1].PrevT3 - replies[0].T3); got != 7*time.Microsecond {
 		t.Fatalf("follow-up t3 %v after the reading, want 7µs", got)
 	}
-	// Client t1 from user space, t3 from the kernel: neither is all
-	// kernel, so "user"; the RTT lost the 7 µs.
-	if m.Stamps != StampsUser || m.RTT != 93*time.Microsecond {
+	// Client t1 from user space, t3 from the kernel: "mixed"; the RTT
+	// lost the 7 µs.
+	if m.Stamps != StampsMixed || m.RTT != 93*time.Microsecond {
 		t.Fatalf("measurement %+v", m)
 	}
 }

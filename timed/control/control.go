@@ -227,9 +227,9 @@ type Source struct {
 	// answers).
 	Method string `json:"method,omitempty"`
 	// Stamps is how the send times of a slave's last probe measurement
-	// were taken: "kernel" (the kernel's transmit timestamps, both
-	// sides), "user" (clock readings before the write: no kernel stamps
-	// on one side or the other), "mixed".
+	// were taken: "kernel" (the kernel's transmit timestamps on both
+	// sides), "user" (clock readings before the write on both), "mixed"
+	// (kernel stamps on one side only, e.g. a peer without them).
 	Stamps   string `json:"stamps,omitempty"`
 	Failures int    `json:"failures,omitempty"`
 }
