@@ -20,11 +20,11 @@ import (
 type UDPConn struct {
 	c       *net.UDPConn
 	stamped bool
-	// txStamps: the kernel gives transmit timestamps (Linux); txMu
+	// tx reads transmit timestamps (nil: the kernel gives none); txMu
 	// serialises stamped writes, so that the first stamp after a write
 	// is its own.
-	txStamps bool
-	txMu     sync.Mutex
+	tx   *sockopt.TxStamper
+	txMu sync.Mutex
 	// Signer, when set, signs every packet written (for daemons with
 	// --auth); answers are read with any auth trailer cut off.
 	Signer *auth.Signer
@@ -48,7 +48,7 @@ func ListenUDP(addr string) (*UDPConn, error) {
 func NewUDPConn(c *net.UDPConn) *UDPConn {
 	u := &UDPConn{c: c, stamped: sockopt.EnableRxTimestamps(c) == nil}
 	if rc, err := c.SyscallConn(); err == nil {
-		u.txStamps = sockopt.EnableTxTimestamps(rc) == nil
+		u.tx, _ = sockopt.NewTxStamper(rc) // nil: user-space stamps
 	}
 	return u
 }
@@ -77,31 +77,22 @@ func (u *UDPConn) encode(p tsp.ExtPacket) ([]byte, error) {
 	return u.Signer.Sign(b, time.Now())
 }
 
-// txWait bounds the wait for a transmit timestamp after a write.
-const txWait = 2 * time.Millisecond
-
 // WriteExtStamped sends an extension packet and returns the kernel's
 // software transmit timestamp of it, if the kernel gives one.
 func (u *UDPConn) WriteExtStamped(p tsp.ExtPacket, to netip.AddrPort) (time.Time, bool, error) {
-	if !u.txStamps {
+	if u.tx == nil {
 		return time.Time{}, false, u.WriteExt(p, to)
 	}
 	b, err := u.encode(p)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	rc, err := u.c.SyscallConn()
-	if err != nil {
-		return time.Time{}, false, err
-	}
 	u.txMu.Lock()
 	defer u.txMu.Unlock()
-	before := time.Now()
-	if _, _, err := u.c.WriteMsgUDPAddrPort(b, sockopt.TxCmsg, to); err != nil {
-		return time.Time{}, false, err
-	}
-	at, ok := sockopt.ReadTxTimestamp(rc, before, txWait)
-	return at, ok, nil
+	return u.tx.Write(func(oob []byte) error {
+		_, _, err := u.c.WriteMsgUDPAddrPort(b, oob, to)
+		return err
+	})
 }
 
 // readPoll bounds each blocking read so ReadExt notices ctx.

@@ -8,15 +8,13 @@ import (
 	"time"
 )
 
-// EnableTxTimestamps: only Linux reports transmit timestamps.
-func EnableTxTimestamps(syscall.RawConn) error {
-	return errors.ErrUnsupported
-}
+// TxStamper is unavailable here: NewTxStamper fails.
+type TxStamper struct{}
 
-// TxCmsg is empty where there are no transmit timestamps.
-var TxCmsg []byte
+// NewTxStamper: only Linux reports transmit timestamps.
+func NewTxStamper(syscall.RawConn) (*TxStamper, error) { return nil, errors.ErrUnsupported }
 
-// ReadTxTimestamp never finds a stamp here.
-func ReadTxTimestamp(syscall.RawConn, time.Time, time.Duration) (time.Time, bool) {
-	return time.Time{}, false
+// Write only writes.
+func (*TxStamper) Write(write func(oob []byte) error) (time.Time, bool, error) {
+	return time.Time{}, false, write(nil)
 }

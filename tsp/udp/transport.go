@@ -125,9 +125,9 @@ type Transport struct {
 	// also serialises stamped writes, so that the first transmit stamp
 	// after one is its own.
 	sendMu sync.Mutex
-	// txRaw reads transmit timestamps from the socket's error queue; nil
+	// tx reads transmit timestamps from the socket's error queue; nil
 	// when the kernel gives none.
-	txRaw syscall.RawConn
+	tx *sockopt.TxStamper
 
 	onDatagram func()
 }
@@ -191,13 +191,13 @@ func Listen(cfg Config) (*Transport, error) {
 	if err := sockopt.EnableRxTimestamps(conn); err != nil {
 		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
 	}
+	var tx *sockopt.TxStamper
 	rc, err := conn.SyscallConn()
 	if err == nil {
-		err = sockopt.EnableTxTimestamps(rc)
+		tx, err = sockopt.NewTxStamper(rc)
 	}
 	if err != nil {
 		log.WithError(err).Debug("tsp: no kernel transmit timestamps; probes use the time before the write")
-		rc = nil
 	}
 	t := &Transport{
 		conn:     conn,
@@ -213,7 +213,7 @@ func Listen(cfg Config) (*Transport, error) {
 		dropLog:  limit.NewLogger(log, limit.LogConfig{}),
 		signer:   cfg.Signer,
 		verifier: cfg.Verifier,
-		txRaw:    rc,
+		tx:       tx,
 
 		onDatagram: cfg.onDatagram,
 	}
@@ -388,7 +388,7 @@ func (t *Transport) SendExtStamped(e *tsp.ExtPacket, to netip.AddrPort) (time.Ti
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	if t.txRaw == nil {
+	if t.tx == nil {
 		return time.Time{}, false, t.send(b, to, 0, &t.stats.sentExt[e.Kind])
 	}
 	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
@@ -397,18 +397,14 @@ func (t *Transport) SendExtStamped(e *tsp.ExtPacket, to netip.AddrPort) (time.Ti
 	t.sendMu.Lock()
 	d, err := t.sign(b)
 	if err == nil {
-		before := time.Now()
-		if _, _, err = t.conn.WriteMsgUDPAddrPort(d, sockopt.TxCmsg, to); err == nil {
-			at, ok = sockopt.ReadTxTimestamp(t.txRaw, before, txWait)
-		}
+		at, ok, err = t.tx.Write(func(oob []byte) error {
+			_, _, err := t.conn.WriteMsgUDPAddrPort(d, oob, to)
+			return err
+		})
 	}
 	t.sendMu.Unlock()
 	return at, ok, t.sent(to, err, &t.stats.sentExt[e.Kind])
 }
-
-// txWait bounds the wait for a transmit timestamp after a write, with the
-// send lock held.
-const txWait = 2 * time.Millisecond
 
 // BroadcastExt broadcasts an extension message on n, like Broadcast.
 func (t *Transport) BroadcastExt(e *tsp.ExtPacket, n Network) error {
