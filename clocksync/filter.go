@@ -181,9 +181,15 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 			}
 		}
 	}
+	// Stamps tells which sides gave kernel stamps, in any valid sample.
+	kernelT1, kernelT3 := false, false
+	for _, x := range s.samples {
+		if x.Valid() {
+			kernelT1, kernelT3 = kernelT1 || x.KernelT1, kernelT3 || x.KernelT3
+		}
+	}
 	var sw, so float64
 	lo, hi := time.Duration(-1<<63), time.Duration(1<<63-1)
-	kernelT1, kernelT3 := false, false
 	var bestBound time.Duration
 	var bestOff time.Duration
 	for _, x := range used {
@@ -197,7 +203,6 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 		if x.RTT() == best {
 			bestBound, bestOff = b, off
 		}
-		kernelT1, kernelT3 = kernelT1 || x.KernelT1, kernelT3 || x.KernelT3
 	}
 	off := time.Duration(so / sw)
 	bound := bestBound

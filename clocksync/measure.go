@@ -24,7 +24,7 @@ type Measurement struct {
 	At time.Time
 	// Samples is how many replies were received; Sent how many probes went.
 	Samples, Sent int
-	// Stamps is how the send times of the samples used were taken:
+	// Stamps is how the send times of the samples were taken:
 	// StampsKernel (the kernel's transmit timestamps on both sides: ours
 	// for t1, theirs for t3 in a later reply), StampsUser (clock readings
 	// before the write on both), StampsMixed (kernel stamps on one side
