@@ -159,6 +159,7 @@ fuzz:
 	$(GO) test ./tsp/auth -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tsp/auth -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./clocksync -run '^$$' -fuzz '^FuzzProbeUnmarshal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/sockopt -run '^$$' -fuzz '^FuzzTxTimestamp$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring/live -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime $(FUZZTIME)
 

@@ -152,7 +152,8 @@ func mapRawSocketErr(err error) error {
 // NewICMPMeasurer opens a raw ICMP socket (needs CAP_NET_RAW; the error
 // wraps ErrNoRawSocket otherwise) and starts reading it. Close stops it.
 func NewICMPMeasurer(clock Clock, cfg ICMPConfig) (*ICMPMeasurer, error) {
-	cfg = ICMPConfig(ProbeConfig(cfg).withDefaults(5)) // the same fields: BSD's 5 of 10, 100 ms
+	pc := ProbeConfig{Replies: cfg.Replies, Trials: cfg.Trials, Wait: cfg.Wait}.withDefaults(5) // BSD's 5 of 10, 100 ms
+	cfg = ICMPConfig{Replies: pc.Replies, Trials: pc.Trials, Wait: pc.Wait}
 	c, err := icmp.ListenPacket("ip4:icmp", "0.0.0.0")
 	if err != nil {
 		return nil, mapRawSocketErr(err)

@@ -24,7 +24,20 @@ type Measurement struct {
 	At time.Time
 	// Samples is how many replies were received; Sent how many probes went.
 	Samples, Sent int
+	// Stamps is how the send times of the samples were taken:
+	// StampsKernel (the kernel's transmit timestamps on both sides: ours
+	// for t1, theirs for t3 in a later reply), StampsUser (clock readings
+	// before the write on both), StampsMixed (kernel stamps on one side
+	// only, as with a peer that knows only format 1); "" for ICMP.
+	Stamps string
 }
+
+// Values of Measurement.Stamps.
+const (
+	StampsKernel = "kernel"
+	StampsUser   = "user"
+	StampsMixed  = "mixed"
+)
 
 // Measurer measures the clock of one host.
 type Measurer interface {
@@ -50,6 +63,10 @@ var (
 // t3 their send, t4 our receive.
 type Sample struct {
 	T1, T2, T3, T4 time.Time
+	// KernelT1 and KernelT3: the send time is the kernel's software
+	// transmit timestamp, not the clock read in user space before the
+	// write (which precedes the packet by the scheduling delay).
+	KernelT1, KernelT3 bool
 }
 
 // Offset is ((t2−t1)+(t3−t4))/2: the remote clock minus ours.

@@ -30,7 +30,7 @@ func TestSampleOffsetFormula(t *testing.T) {
 		{"processing excluded", 10, 12, 512, 514, 0, 4},
 	}
 	for _, c := range cases {
-		s := Sample{at(c.t1), at(c.t2), at(c.t3), at(c.t4)}
+		s := Sample{T1: at(c.t1), T2: at(c.t2), T3: at(c.t3), T4: at(c.t4)}
 		if got, want := s.Offset(), time.Duration(c.off*1e6); got != want {
 			t.Errorf("%s: offset %v, want %v", c.name, got, want)
 		}
@@ -42,10 +42,10 @@ func TestSampleOffsetFormula(t *testing.T) {
 
 func TestBestSample(t *testing.T) {
 	samples := []Sample{
-		{at(0), at(105), at(105), at(10)},  // rtt 10, offset 100
-		{at(20), at(121), at(121), at(22)}, // rtt 2, offset 100
-		{at(30), at(140), at(135), at(40)}, // t3 < t2: invalid
-		{at(50), at(153), at(153), at(54)}, // rtt 4, offset 101
+		{T1: at(0), T2: at(105), T3: at(105), T4: at(10)},  // rtt 10, offset 100
+		{T1: at(20), T2: at(121), T3: at(121), T4: at(22)}, // rtt 2, offset 100
+		{T1: at(30), T2: at(140), T3: at(135), T4: at(40)}, // t3 < t2: invalid
+		{T1: at(50), T2: at(153), T3: at(153), T4: at(54)}, // rtt 4, offset 101
 	}
 	m, err := BestSample(samples, 6)
 	if err != nil {

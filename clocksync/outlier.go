@@ -1,6 +1,7 @@
 package clocksync
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -68,6 +69,12 @@ func (h *RTTHistory) Len() int {
 // its remembered rounds, this one included. Call it once per host and
 // round; a negative RTT is taken as 0.
 func (h *RTTHistory) Observe(host string, rtt time.Duration) time.Duration {
+	least, _ := h.observe(host, rtt)
+	return least
+}
+
+// observe is Observe, also returning the rounds now held.
+func (h *RTTHistory) observe(host string, rtt time.Duration) (time.Duration, int) {
 	rtt = max(rtt, 0)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -85,6 +92,23 @@ func (h *RTTHistory) Observe(host string, rtt time.Duration) time.Duration {
 	e.next = (e.next + 1) % RTTRounds
 	e.n = min(e.n+1, RTTRounds)
 	least := rtt
+	for _, r := range e.min[:e.n] {
+		least = min(least, r)
+	}
+	return least, e.n
+}
+
+// Floor is the least RTT of host's remembered rounds, 0 if none: the
+// floor its path has shown lately, which the probe's filter weighs
+// samples against. It records nothing.
+func (h *RTTHistory) Floor(host string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.hosts[host]
+	if e == nil || e.n == 0 {
+		return 0
+	}
+	least := e.min[0]
 	for _, r := range e.min[:e.n] {
 		least = min(least, r)
 	}
@@ -116,21 +140,68 @@ type Judged struct {
 	// jitter); the sample does not vote.
 	Outlier bool
 	// Slack is what the correction sent is moved towards zero by
-	// (PlanJustified): Excess for an outlier, 0 otherwise.
+	// (PlanJustified): for an outlier Excess, or what its error bound
+	// allows beyond half the minimum RTT if that is more; 0 otherwise.
 	Slack time.Duration
 }
 
 // Judge records m's RTT for host and judges m against the host's recent
 // minimum. A nil history judges nothing (BSD: every sample in full).
 func (h *RTTHistory) Judge(host string, m Measurement) Judged {
+	return h.judge(host, m, 0)
+}
+
+// youngRounds: a host with fewer rounds than this in its history has not
+// shown its path's floor yet (its first rounds may all have been
+// delayed), and is judged against the round's typical RTT as well.
+const youngRounds = RTTRounds / 2
+
+// JudgeRound judges one round's measurements (those with ok[i]) of hosts:
+// each against its host's recent minimum, as Judge, and a host young in
+// the history also against the median RTT of the round, the path a slave
+// on this network typically has. Without that, a slave whose first two
+// rounds were both delayed would set its own floor at the delay and be
+// followed in full. A host far away for good is judged by its own
+// history after youngRounds rounds.
+func (h *RTTHistory) JudgeRound(hosts []string, ms []Measurement, ok []bool) []Judged {
+	out := make([]Judged, len(ms))
+	var rtts []time.Duration
+	for i, m := range ms {
+		if ok[i] {
+			rtts = append(rtts, m.RTT)
+		}
+	}
+	var typical time.Duration
+	if len(rtts) >= 3 { // a median of fewer says little
+		slices.Sort(rtts)
+		typical = rtts[len(rtts)/2]
+	}
+	for i, m := range ms {
+		if ok[i] {
+			out[i] = h.judge(hosts[i], m, typical)
+		}
+	}
+	return out
+}
+
+// judge is Judge with typical, the round's median RTT (0: none), as the
+// reference of a young host.
+func (h *RTTHistory) judge(host string, m Measurement, typical time.Duration) Judged {
 	if h == nil {
 		return Judged{MinRTT: m.RTT}
 	}
-	least := h.Observe(host, m.RTT)
+	least, n := h.observe(host, m.RTT)
+	if typical > 0 && n < youngRounds {
+		least = min(least, typical)
+	}
 	j := Judged{MinRTT: least, Excess: max(m.RTT-least, 0) / 2}
 	j.Outlier = m.RTT > 2*least && m.RTT-least > 2*DefaultMinErrorBound
 	if j.Outlier {
-		j.Slack = j.Excess
+		// A measurement that combines several samples (SampleSet) can
+		// sit anywhere in its error bound, not only where the best
+		// sample's delay puts it: the slack covers what its bound
+		// allows beyond the path's best, whichever is more.
+		j.Slack = max(j.Excess, m.ErrorBound-least/2)
 	}
 	return j
 }

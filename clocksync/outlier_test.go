@@ -64,6 +64,43 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// A slave whose first rounds were all delayed has its floor at the delay;
+// the round's other slaves show the network's typical path, and a young
+// host is judged against it too. A host old in the history is judged by
+// its own rounds alone: a far slave is not an outlier for being far.
+func TestJudgeRoundYoungHost(t *testing.T) {
+	us := time.Microsecond
+	m := func(rtt time.Duration) Measurement { return Measurement{RTT: rtt, ErrorBound: rtt / 2} }
+	hosts := []string{"a", "b", "c", "busy"}
+	ok := []bool{true, true, true, true}
+	h := NewRTTHistory(0)
+	round := []Measurement{m(200 * us), m(210 * us), m(190 * us), m(3 * time.Millisecond)}
+	j := h.JudgeRound(hosts, round, ok)
+	if !j[3].Outlier || j[3].MinRTT != 210*us {
+		t.Fatalf("a first reading 3 ms against the round's 210 µs: %+v", j[3])
+	}
+	if j[0].Outlier || j[1].Outlier || j[2].Outlier {
+		t.Fatalf("the typical slaves judged outliers: %+v", j[:3])
+	}
+	// Fewer than three measured: no median to go by.
+	if j := NewRTTHistory(0).JudgeRound(hosts[2:], round[2:], ok[2:]); j[1].Outlier {
+		t.Fatalf("judged against a median of two: %+v", j[1])
+	}
+	// A host far away for good: once its history is old, its own floor
+	// decides.
+	far := NewRTTHistory(0)
+	for range RTTRounds {
+		far.JudgeRound(hosts, round, ok)
+	}
+	if j := far.JudgeRound(hosts, round, ok); j[3].Outlier {
+		t.Fatalf("a host 3 ms away for %d rounds still an outlier: %+v", RTTRounds, j[3])
+	}
+	// Not measured: not judged, nothing recorded.
+	if j := h.JudgeRound(hosts, round, []bool{true, true, true, false}); j[3] != (Judged{}) || h.Floor("busy") != 3*time.Millisecond {
+		t.Fatalf("an unmeasured host judged %+v, floor %v", j[3], h.Floor("busy"))
+	}
+}
+
 // Justify never goes past the true correction by more than the path's own
 // error: a delay d on the reply's way makes the measured offset d/2 low
 // and the RTT d high; the correction sent is then at most the true one.

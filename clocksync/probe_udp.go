@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/timed-project/timed/internal/sockopt"
@@ -19,6 +20,11 @@ import (
 type UDPConn struct {
 	c       *net.UDPConn
 	stamped bool
+	// tx reads transmit timestamps (nil: the kernel gives none); txMu
+	// serialises stamped writes, so that the first stamp after a write
+	// is its own.
+	tx   *sockopt.TxStamper
+	txMu sync.Mutex
 	// Signer, when set, signs every packet written (for daemons with
 	// --auth); answers are read with any auth trailer cut off.
 	Signer *auth.Signer
@@ -40,7 +46,11 @@ func ListenUDP(addr string) (*UDPConn, error) {
 // NewUDPConn wraps an open UDP socket, enabling kernel receive timestamps
 // where the platform has them.
 func NewUDPConn(c *net.UDPConn) *UDPConn {
-	return &UDPConn{c: c, stamped: sockopt.EnableRxTimestamps(c) == nil}
+	u := &UDPConn{c: c, stamped: sockopt.EnableRxTimestamps(c) == nil}
+	if rc, err := c.SyscallConn(); err == nil {
+		u.tx, _ = sockopt.NewTxStamper(rc) // nil: user-space stamps
+	}
+	return u
 }
 
 // LocalAddr is the socket's address.
@@ -51,15 +61,38 @@ func (u *UDPConn) Close() error { return u.c.Close() }
 
 // WriteExt sends an extension packet.
 func (u *UDPConn) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error {
-	b, err := p.Marshal()
-	if err == nil {
-		b, err = u.Signer.Sign(b, time.Now())
-	}
+	b, err := u.encode(p)
 	if err != nil {
 		return err
 	}
 	_, err = u.c.WriteToUDPAddrPort(b, to)
 	return err
+}
+
+func (u *UDPConn) encode(p tsp.ExtPacket) ([]byte, error) {
+	b, err := p.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return u.Signer.Sign(b, time.Now())
+}
+
+// WriteExtStamped sends an extension packet and returns the kernel's
+// software transmit timestamp of it, if the kernel gives one.
+func (u *UDPConn) WriteExtStamped(p tsp.ExtPacket, to netip.AddrPort) (time.Time, bool, error) {
+	if u.tx == nil {
+		return time.Time{}, false, u.WriteExt(p, to)
+	}
+	b, err := u.encode(p)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	u.txMu.Lock()
+	defer u.txMu.Unlock()
+	return u.tx.Write(func(oob []byte) error {
+		_, _, err := u.c.WriteMsgUDPAddrPort(b, oob, to)
+		return err
+	})
 }
 
 // readPoll bounds each blocking read so ReadExt notices ctx.

@@ -24,8 +24,13 @@ func slaveAddr(i int) netip.AddrPort {
 // master, slave i with its clock i µs ahead; dead(i) says which do not
 // answer. The client has the probe's defaults.
 func newSimSlaves(n int, rtt time.Duration, dead func(int) bool) (*probesim.Net, []netip.AddrPort) {
+	return newSimSlavesProbing(n, rtt, dead, clocksync.ProbeConfig{})
+}
+
+// newSimSlavesProbing is newSimSlaves with the client's configuration cfg.
+func newSimSlavesProbing(n int, rtt time.Duration, dead func(int) bool, cfg clocksync.ProbeConfig) (*probesim.Net, []netip.AddrPort) {
 	src := clocksync.NewMonotonicSource()
-	net := probesim.New(simMaster, clocksync.NewSimClock(src, clocksync.SimConfig{}), clocksync.ProbeConfig{}, rtt/2)
+	net := probesim.New(simMaster, clocksync.NewSimClock(src, clocksync.SimConfig{}), cfg, rtt/2)
 	hosts := make([]netip.AddrPort, n)
 	for i := range n {
 		hosts[i] = slaveAddr(i)
@@ -49,11 +54,12 @@ func TestMeasureRoundHalfDead(t *testing.T) {
 		const n, budget = 300, 2 * time.Second
 		dead := func(i int) bool { return i%2 == 1 }
 		net, addrs := newSimSlaves(n, 200*time.Microsecond, dead)
-		// The old schedule in the same network, as the anchor: each host
-		// may take the whole round, 128 at once; 128 dead slaves hold all
-		// the slots past the round's end, and the live ones after them are
-		// never started.
-		old := clocksync.MeasureAll(context.Background(), net.Client, addrs, time.Now().Add(budget), 128)
+		// The old schedule and the old probe (12 replies, 24 tries) in the
+		// same network, as the anchor: each host may take the whole
+		// round, 128 at once; 128 dead slaves hold all the slots past the
+		// round's end, and the live ones after them are never started.
+		oldNet, _ := newSimSlavesProbing(n, 200*time.Microsecond, dead, clocksync.ProbeConfig{Replies: 12, MinReplies: 12})
+		old := clocksync.MeasureAll(context.Background(), oldNet.Client, addrs, time.Now().Add(budget), 128)
 		oldMeasured := 0
 		for _, r := range old {
 			if r.Err == nil {

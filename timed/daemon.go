@@ -293,6 +293,12 @@ type extSender struct{ tr *udp.Transport }
 
 func (s extSender) WriteExt(p tsp.ExtPacket, to netip.AddrPort) error { return s.tr.SendExt(&p, to) }
 
+// WriteExtStamped sends with the kernel's transmit timestamp, for the
+// probe's send times.
+func (s extSender) WriteExtStamped(p tsp.ExtPacket, to netip.AddrPort) (time.Time, bool, error) {
+	return s.tr.SendExtStamped(&p, to)
+}
+
 // Run runs the daemon until ctx is cancelled, then stops within a second:
 // it tells the machine to stop, ends measurements in flight and closes the
 // sockets.

@@ -1,6 +1,7 @@
 package timed
 
 import (
+	"errors"
 	"net/netip"
 	"time"
 
@@ -18,14 +19,12 @@ func (d *Daemon) receiveExt(r udp.Received) {
 	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, Waited: time.Since(r.At)}
 	switch r.Ext.Kind {
 	case tsp.ExtProbe:
-		reply, err := d.respond.Reply(dg)
-		if err != nil {
+		if err := d.respond.Answer(dg, extSender{d.tr}); errors.Is(err, clocksync.ErrProbePayload) {
 			if e := d.peerLog("bad probe", r.From); e != nil {
 				e.WithError(err).Debug("bad probe")
 			}
 			return
-		}
-		if err := d.tr.SendExt(&reply, r.From); err != nil {
+		} else if err != nil {
 			d.log.WithError(err).Debug("probe reply not sent")
 		}
 		d.st.probedBy(r.From, time.Now()) // how our master measures us (sync.go)

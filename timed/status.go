@@ -170,6 +170,7 @@ func (s *netStatus) roundMeasured(r syncDone, now time.Time, method func(netip.A
 		sl.RTTSecs = m.RTT.Seconds()
 		sl.LastSeen = now
 		sl.Method = method(m.Host)
+		sl.Stamps = m.Stamps
 		switch {
 		case r.network.Used == nil:
 			sl.State = "measured" // no vote: a date change's rounds, or no trusted slave

@@ -354,7 +354,7 @@ func (d *Daemon) sources(now time.Time) *control.Sources {
 // loop.
 func slaveSource(sl control.Slave, net string, now time.Time) control.Source {
 	src := control.Source{Name: sl.Name, Address: sl.Address, Network: net, Role: "slave", State: sl.State, Reach: sl.Reach,
-		Method: sl.Method, Failures: sl.Failures}
+		Method: sl.Method, Stamps: sl.Stamps, Failures: sl.Failures}
 	if !sl.LastSeen.IsZero() {
 		src.OffsetSecs, src.ErrorBoundSecs, src.RTTSecs = &sl.OffsetSecs, &sl.ErrorBoundSecs, &sl.RTTSecs
 		src.AgeSecs = secsPtr(now.Sub(sl.LastSeen))

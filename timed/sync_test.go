@@ -168,7 +168,7 @@ func TestReach(t *testing.T) {
 }
 
 // TestRoundMeasured: each slave's row after a round: kept, outlier or
-// unreachable, its reach, its method; and the round's record.
+// unreachable, its reach, its method and stamps; and the round's record.
 func TestRoundMeasured(t *testing.T) {
 	a, b, c := netip.MustParseAddrPort("10.0.0.1:525"), netip.MustParseAddrPort("10.0.0.2:525"), netip.MustParseAddrPort("10.0.0.3:525")
 	var s netStatus
@@ -180,7 +180,7 @@ func TestRoundMeasured(t *testing.T) {
 	round := syncDone{
 		slaves: []election.Peer{{Name: "a", Addr: a}, {Name: "b", Addr: b}, {Name: "c", Addr: c}},
 		measured: []clocksync.Result{
-			{Host: a, Measurement: clocksync.Measurement{Offset: 2 * ms, ErrorBound: ms / 10, RTT: ms / 5}},
+			{Host: a, Measurement: clocksync.Measurement{Offset: 2 * ms, ErrorBound: ms / 10, RTT: ms / 5, Stamps: clocksync.StampsKernel}},
 			{Host: b, Err: errors.New("no reply")},
 			{Host: c, Measurement: clocksync.Measurement{Offset: time.Second, ErrorBound: 3 * ms, RTT: 6 * ms}},
 		},
@@ -210,6 +210,9 @@ func TestRoundMeasured(t *testing.T) {
 	src := slaveSource(*s.slaves["c"], "lan", t0.Add(1500*time.Millisecond))
 	if src.Role != "slave" || *src.OffsetSecs != 1 || *src.ErrorBoundSecs != 0.003 || *src.RTTSecs != 0.006 || *src.AgeSecs != 0.5 {
 		t.Errorf("c's row: %+v", src)
+	}
+	if src := slaveSource(*s.slaves["a"], "lan", t0); src.Stamps != clocksync.StampsKernel || src.Method != "probe" {
+		t.Errorf("a's row: stamps %q, method %q", src.Stamps, src.Method)
 	}
 	if src := slaveSource(*s.slaves["b"], "lan", t0); src.OffsetSecs != nil || src.AgeSecs != nil || src.Failures != 2 {
 		t.Errorf("b's row (never measured): %+v", src)

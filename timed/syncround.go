@@ -77,11 +77,13 @@ func planRound(res []clocksync.Result, slaves []election.Peer, trusted []bool, r
 	netOpt clocksync.NetworkOptions, opt clocksync.CorrectOptions) (clocksync.NetworkResult, []election.Correction) {
 	offsets := make([]clocksync.HostOffset, len(res))
 	slack := make([]time.Duration, len(res))
+	hosts, ms, ok := make([]string, len(res)), make([]clocksync.Measurement, len(res)), make([]bool, len(res))
 	for i, m := range res {
-		var judged clocksync.Judged
-		if m.Err == nil {
-			judged = rtt.Judge(m.Host.String(), m.Measurement)
-		}
+		hosts[i], ms[i], ok[i] = m.Host.String(), m.Measurement, m.Err == nil
+	}
+	verdicts := rtt.JudgeRound(hosts, ms, ok)
+	for i, m := range res {
+		judged := verdicts[i]
 		slack[i] = judged.Slack
 		offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil && !judged.Outlier}
 	}

@@ -2,7 +2,9 @@
 // compute the network time, send each slave its correction — among
 // simulated clocks in virtual time (internal/vtime), deterministically for a
 // given seed. It uses clocksync's own pieces (probe payload and responder,
-// minimum-RTT selection, network time, correction planning, the TSP
+// the adaptive probe count and the combination of samples (SampleSet,
+// RTTHistory), or BSD's minimum-RTT selection, network time, correction
+// planning, the TSP
 // encoding of corrections, the Applier and the frequency discipline); only
 // the network between daemons is simulated. It never touches a real clock
 // or the network.
@@ -57,7 +59,8 @@ type Config struct {
 	// weighted mean, the Applier steps at 100 ms (SlewStepThreshold),
 	// re-stamped SETTIME retries. Both measure with the same probe (BSD used
 	// ICMP timestamps of 1 ms resolution), so the comparison isolates what
-	// the settings do.
+	// the settings do; BSD's takes a fixed count of replies and the
+	// minimum-RTT sample, ours an adaptive count, combined by error.
 	BSD bool
 
 	MaxOffset   time.Duration // initial offsets uniform in ±MaxOffset (default 1 s)
@@ -65,8 +68,15 @@ type Config struct {
 	DelayMin    time.Duration // one-way delay uniform in [DelayMin, DelayMax] (50 µs)
 	DelayMax    time.Duration // (150 µs)
 	Loss        float64       // per-datagram loss probability (default 0.01; <0 for none)
-	Replies     int           // probe replies wanted per slave (default 12)
-	Trials      int           // probes sent at most (default 2 × Replies)
+	// Replies is the number of probe replies wanted per slave: BSD
+	// settings and FixedCount take exactly this many (default 12); ours
+	// take between clocksync.DefaultMinReplies and DefaultMaxReplies,
+	// stopping once the minimum RTT has settled (clocksync.SampleSet).
+	Replies int
+	Trials  int // probes sent at most (default 2 × Replies)
+	// FixedCount makes ours measure as before the adaptive count:
+	// Replies replies, the minimum-RTT sample alone. For comparisons.
+	FixedCount bool
 
 	Fault         Fault
 	FaultDriftPPM float64       // default 5000
@@ -154,6 +164,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Replies <= 0 {
 		c.Replies = 12
+		if !c.BSD && !c.FixedCount {
+			c.Replies = clocksync.DefaultMaxReplies
+		}
 	}
 	if c.Trials < c.Replies {
 		c.Trials = 2 * c.Replies
@@ -207,6 +220,11 @@ type Result struct {
 	// from the start of round SkipRounds + 1 on: the network's frequency
 	// drifting once the first estimates are in.
 	FreqWanderPPM float64
+	// Packets counts every datagram sent (probes, replies, corrections
+	// and their retries, ACKs); PerSlaveRound is Packets per slave per
+	// round.
+	Packets       int
+	PerSlaveRound float64
 	Steps         int // corrections applied by stepping (all clocks)
 	Refused       int // corrections refused as beyond max-step
 	Lost          int // corrections never delivered (all retries lost)
@@ -249,6 +267,9 @@ type sim struct {
 	res            Result
 	seq            uint16
 	faulty         int
+	// history: each slave's recent best RTTs as the master's
+	// ProbeClient keeps them, the floor of its filter.
+	history *clocksync.RTTHistory
 }
 
 // Run runs one simulation.
@@ -260,7 +281,7 @@ func Run(cfg Config) (Result, error) {
 	if cfg.DelayMax < cfg.DelayMin {
 		return Result{}, errors.New("simsync: DelayMax below DelayMin")
 	}
-	sm := &sim{cfg: cfg, s: vtime.New(vtime.Epoch), rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e3d0)), faulty: -1}
+	sm := &sim{cfg: cfg, s: vtime.New(vtime.Epoch), rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e3d0)), faulty: -1, history: clocksync.NewRTTHistory(0)}
 	log := logrus.New()
 	log.SetLevel(logrus.FatalLevel) // refusals are counted, not printed
 	for i := range cfg.N {
@@ -329,7 +350,11 @@ func (sm *sim) late(s Sched) time.Duration {
 // deliver.
 func (sm *sim) transmit(p tsp.ExtPacket, from netip.AddrPort, late time.Duration, deliver func(clocksync.Datagram)) {
 	b, err := p.Marshal()
-	if err != nil || sm.lost() {
+	if err != nil {
+		return
+	}
+	sm.res.Packets++
+	if sm.lost() {
 		return
 	}
 	sm.s.After(late+sm.delay(), func() {
@@ -359,23 +384,33 @@ func (sm *sim) round() {
 	sm.roundAt = sm.s.Now()
 	round := sm.res.Rounds
 	master := sm.nodes[0]
-	samples := make([][]clocksync.Sample, len(sm.nodes))
+	samples := make([]*clocksync.SampleSet, len(sm.nodes))
 	sent := make([]int, len(sm.nodes))
 	for i := 1; i < len(sm.nodes); i++ {
+		samples[i] = &clocksync.SampleSet{Floor: sm.history.Floor(sm.nodes[i].addr.String()), MaxReplies: sm.cfg.Replies}
+		if sm.fixed() {
+			samples[i].MinReplies = sm.cfg.Replies
+		}
 		sm.probe(i, 0, samples, sent)
 	}
 	sm.s.After(measureWindow, func() {
 		offsets := make([]clocksync.HostOffset, 0, len(sm.nodes)-1)
 		meas := make([]*clocksync.Measurement, len(sm.nodes))
 		excess := make([]time.Duration, len(sm.nodes))
+		names, ms, ok := make([]string, len(sm.nodes)), make([]clocksync.Measurement, len(sm.nodes)), make([]bool, len(sm.nodes))
 		for i := 1; i < len(sm.nodes); i++ {
-			m, err := clocksync.BestSample(samples[i], sent[i])
-			if err != nil {
+			m, err := sm.measurement(i, samples[i], sent[i])
+			names[i], ms[i], ok[i] = sm.nodes[i].name, m, err == nil
+		}
+		verdicts := sm.rtt.JudgeRound(names, ms, ok)
+		for i := 1; i < len(sm.nodes); i++ {
+			if !ok[i] {
 				offsets = append(offsets, clocksync.HostOffset{Trusted: true})
 				continue
 			}
+			m := ms[i]
 			meas[i] = &m
-			j := sm.rtt.Judge(sm.nodes[i].name, m)
+			j := verdicts[i]
 			excess[i] = j.Slack
 			offsets = append(offsets, clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: true, Responsive: !j.Outlier})
 			if round > 1 {
@@ -404,8 +439,8 @@ func (sm *sim) round() {
 
 // probe sends probe k to slave i and, while replies are missing, the next
 // one probeSpacing later.
-func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
-	if k >= sm.cfg.Trials || len(samples[i]) >= sm.cfg.Replies {
+func (sm *sim) probe(i, k int, samples []*clocksync.SampleSet, sent []int) {
+	if k >= sm.cfg.Trials || samples[i].Enough() {
 		return
 	}
 	master, slave := sm.nodes[0], sm.nodes[i]
@@ -428,10 +463,26 @@ func (sm *sim) probe(i, k int, samples [][]clocksync.Sample, sent []int) {
 			if err != nil || pl.T1 != t1.UnixNano() {
 				return
 			}
-			samples[i] = append(samples[i], clocksync.Sample{T1: t1, T2: time.Unix(0, pl.T2), T3: time.Unix(0, pl.T3), T4: t4})
+			samples[i].Add(clocksync.Sample{T1: t1, T2: time.Unix(0, pl.T2), T3: time.Unix(0, pl.T3), T4: t4})
 		})
 	})
 	sm.s.After(probeSpacing, func() { sm.probe(i, k+1, samples, sent) })
+}
+
+// fixed: the replies are a fixed count and the minimum-RTT sample alone
+// is used, as BSD and as this daemon before the adaptive count.
+func (sm *sim) fixed() bool { return sm.cfg.BSD || sm.cfg.FixedCount }
+
+// measurement is slave i's measurement of the round, from its samples.
+func (sm *sim) measurement(i int, set *clocksync.SampleSet, sent int) (clocksync.Measurement, error) {
+	if sm.fixed() {
+		return clocksync.BestSample(set.Samples(), sent)
+	}
+	m, err := set.Measurement(sent)
+	if err == nil {
+		sm.history.Observe(sm.nodes[i].addr.String(), m.RTT)
+	}
+	return m, err
 }
 
 // sendCorrection delivers an ADJTIME or SETTIME like acksend(5): each try
@@ -460,6 +511,7 @@ func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
 			return
 		}
 		acked := false
+		sm.res.Packets++
 		if !sm.lost() {
 			var late time.Duration
 			if c.Type == tsp.SetTime {
@@ -478,6 +530,7 @@ func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
 						sm.count(slave.applier.ApplyAdjust(q.Time.Duration()))
 					}
 				}
+				sm.res.Packets++ // the ACK
 				if !sm.lost() {
 					acked = true
 				}
@@ -559,6 +612,9 @@ func absDur(d time.Duration) time.Duration {
 }
 
 func (sm *sim) finish() {
+	if sm.res.Rounds > 0 {
+		sm.res.PerSlaveRound = float64(sm.res.Packets) / float64(sm.res.Rounds*(len(sm.nodes)-1))
+	}
 	sm.res.Converged = sm.lastBad
 	if sm.spread() >= time.Millisecond {
 		sm.res.Converged = -1

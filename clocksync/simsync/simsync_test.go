@@ -187,3 +187,31 @@ func TestNoFrequencyRunaway(t *testing.T) {
 		}
 	}
 }
+
+// The adaptive probe count: about three probes and three replies per
+// slave, plus ADJTIME and ACK (and the retries 1 % loss costs), where the
+// fixed count of 12 replies costs 26. The accuracy of both is
+// BenchmarkSync's figure; the convergence bound holds for both.
+func TestAdaptivePackets(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		cfg := Config{N: 10, Seed: seed, Duration: time.Hour}
+		ours, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.FixedCount = true
+		fixed, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: %.2f packets per slave per round adaptive, %.2f fixed", seed, ours.PerSlaveRound, fixed.PerSlaveRound)
+		if ours.PerSlaveRound < 8 || ours.PerSlaveRound > 9 || fixed.PerSlaveRound < 26 {
+			t.Errorf("seed %d: %.2f packets per slave per round adaptive, %.2f fixed", seed, ours.PerSlaveRound, fixed.PerSlaveRound)
+		}
+		for _, r := range []Result{ours, fixed} {
+			if b := convergenceBound(cfg); r.Max > b {
+				t.Errorf("seed %d: largest offset %v beyond the bound %v", seed, r.Max, b)
+			}
+		}
+	}
+}

@@ -43,9 +43,10 @@ func sourcesCmd(o *options) *cobra.Command {
 		Long: `sources lists, one row per host, the slaves the local daemon measures as master
 or the master it follows as slave: its role, state, reach (the last 8 rounds in
 octal, as chrony's: 377 is all eight), last offset (its clock minus this one),
-error bound, round trip, age and measurement method (probe or icmp). A slave
-shows what its master's corrections say; their error and round trip are the
-master's to tell. With --watch it redraws every --interval until Ctrl-C.`,
+error bound, round trip, age, measurement method (probe or icmp) and, for a
+slave measured by probe, how its send times were stamped (kernel, user or
+mixed). A slave shows what its master's corrections say; their error and
+round trip are the master's to tell. With --watch it redraws every --interval until Ctrl-C.`,
 	}, control.Request{Cmd: control.CmdSources}, "its sources", func(resp *control.Response) (any, string, bool) {
 		if resp.Sources == nil {
 			return nil, "", false
@@ -245,7 +246,7 @@ func sourcesText(s *control.Sources) string {
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	head := "NAME\tADDRESS\tROLE\tSTATE\tREACH\tOFFSET\tERROR\tRTT\tAGE\tMETHOD"
+	head := "NAME\tADDRESS\tROLE\tSTATE\tREACH\tOFFSET\tERROR\tRTT\tAGE\tMETHOD\tSTAMPS"
 	if len(nets) > 1 {
 		head += "\tNETWORK"
 	}
@@ -257,9 +258,9 @@ func sourcesText(s *control.Sources) string {
 		return f(*v)
 	}
 	for _, src := range s.Sources {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%o\t%s\t%s\t%s\t%s\t%s", src.Name, src.Address, src.Role, src.State, src.Reach,
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%o\t%s\t%s\t%s\t%s\t%s\t%s", src.Name, src.Address, src.Role, src.State, src.Reach,
 			opt(src.OffsetSecs, offsetStr), opt(src.ErrorBoundSecs, func(f float64) string { return "±" + magnitude(f) }),
-			opt(src.RTTSecs, magnitude), opt(src.AgeSecs, secs), orDash(src.Method))
+			opt(src.RTTSecs, magnitude), opt(src.AgeSecs, secs), orDash(src.Method), orDash(src.Stamps))
 		if len(nets) > 1 {
 			line += "\t" + src.Network
 		}

@@ -29,7 +29,7 @@ var (
 	}
 	masterSources = &control.Sources{Hostname: "n1", Sources: []control.Source{
 		{Name: "n2", Address: "127.0.0.1:15252", Network: "peers", Role: "slave", State: "kept", Reach: 0o377,
-			OffsetSecs: f64(0.000012), ErrorBoundSecs: f64(0.00004), RTTSecs: f64(0.00008), AgeSecs: f64(0.4), Method: "probe"},
+			OffsetSecs: f64(0.000012), ErrorBoundSecs: f64(0.00004), RTTSecs: f64(0.00008), AgeSecs: f64(0.4), Method: "probe", Stamps: "kernel"},
 		{Name: "n3", Address: "127.0.0.1:15253", Network: "peers", Role: "slave", State: "new"},
 	}}
 )
@@ -120,13 +120,13 @@ func TestSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "NAME ADDRESS ROLE STATE REACH OFFSET ERROR RTT AGE METHOD" {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "NAME ADDRESS ROLE STATE REACH OFFSET ERROR RTT AGE METHOD STAMPS" {
 		t.Fatalf("table %q", out)
 	}
-	if got := strings.Join(strings.Fields(lines[1]), " "); got != "n2 127.0.0.1:15252 slave kept 377 +0.012 ms ±0.040 ms 0.080 ms 400ms probe" {
+	if got := strings.Join(strings.Fields(lines[1]), " "); got != "n2 127.0.0.1:15252 slave kept 377 +0.012 ms ±0.040 ms 0.080 ms 400ms probe kernel" {
 		t.Errorf("n2's row %q", got)
 	}
-	if got := strings.Join(strings.Fields(lines[2]), " "); got != "n3 127.0.0.1:15253 slave new 0 - - - - -" {
+	if got := strings.Join(strings.Fields(lines[2]), " "); got != "n3 127.0.0.1:15253 slave new 0 - - - - - -" {
 		t.Errorf("n3's row %q", got)
 	}
 	out, err = run(t, "--control-socket", sock, "--json", "sources")
@@ -140,7 +140,7 @@ func TestSources(t *testing.T) {
 		Sources []control.Source `json:"sources"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 || res[0].Host != "localhost" || res[0].Schema != 1 ||
-		res[0].Socket != sock || len(res[0].Sources) != 2 || res[0].Sources[0].Reach != 255 || res[0].Sources[1].OffsetSecs != nil {
+		res[0].Socket != sock || len(res[0].Sources) != 2 || res[0].Sources[0].Reach != 255 || res[0].Sources[0].Stamps != "kernel" || res[0].Sources[1].OffsetSecs != nil {
 		t.Fatalf("json %v: %s", err, out)
 	}
 	if out := sourcesText(&control.Sources{Hostname: "n1", Sources: []control.Source{}}); !strings.Contains(out, "n1 has no sources") {

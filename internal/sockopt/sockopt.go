@@ -9,6 +9,7 @@ import (
 	"net"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,13 +49,19 @@ func RxTimestamp(oob []byte) (time.Time, bool) {
 		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_TIMESTAMPNS {
 			continue
 		}
-		d := m.Data
-		switch len(d) {
-		case 16:
-			return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), true
-		case 8:
-			return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), true
-		}
+		return timespec(m.Data)
 	}
 	return time.Time{}, false
+}
+
+// timespec decodes the first struct timespec of d: two native longs.
+func timespec(d []byte) (time.Time, bool) {
+	switch sz := int(unsafe.Sizeof(unix.Timespec{})); {
+	case len(d) < sz:
+		return time.Time{}, false
+	case sz == 16:
+		return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), true
+	default:
+		return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), true
+	}
 }

@@ -225,7 +225,12 @@ type Source struct {
 	// (ICMP timestamps, for BSD daemons); for a master, how it measures
 	// this host (its probes seen here, or else ICMP, which the kernel
 	// answers).
-	Method   string `json:"method,omitempty"`
+	Method string `json:"method,omitempty"`
+	// Stamps is how the send times of a slave's last probe measurement
+	// were taken: "kernel" (the kernel's transmit timestamps on both
+	// sides), "user" (clock readings before the write on both), "mixed"
+	// (kernel stamps on one side only, e.g. a peer without them).
+	Stamps   string `json:"stamps,omitempty"`
 	Failures int    `json:"failures,omitempty"`
 }
 
@@ -243,9 +248,10 @@ type Slave struct {
 	RTTSecs        float64   `json:"rtt_seconds"`
 	LastSeen       time.Time `json:"last_seen"`
 	Failures       int       `json:"failures,omitempty"`
-	State          string    `json:"state"`  // as Source.State
-	Reach          uint8     `json:"reach"`  // as Source.Reach
-	Method         string    `json:"method"` // probe or icmp; "" before the first measurement
+	State          string    `json:"state"`            // as Source.State
+	Reach          uint8     `json:"reach"`            // as Source.Reach
+	Method         string    `json:"method"`           // probe or icmp; "" before the first measurement
+	Stamps         string    `json:"stamps,omitempty"` // as Source.Stamps
 }
 
 // Alarm: the host's clock is further from network time than max-step. The

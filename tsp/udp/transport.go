@@ -126,9 +126,14 @@ type Transport struct {
 	verifier  *auth.Verifier
 	saverDone chan struct{} // closed when the auth state saver has exited
 	// sendMu makes signing and writing one step: a datagram signed first
-	// is written first, so its counter reaches the receiver first.
+	// is written first, so its counter reaches the receiver first. It
+	// also serialises stamped writes, so that the first transmit stamp
+	// after one is its own.
 	sendMu sync.Mutex
 	rcvbuf int // receive buffer granted, bytes (0: unknown)
+	// tx reads transmit timestamps from the socket's error queue; nil
+	// when the kernel gives none.
+	tx *sockopt.TxStamper
 
 	onDatagram func()
 }
@@ -193,6 +198,14 @@ func Listen(cfg Config) (*Transport, error) {
 		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
 	}
 	rcvbuf := setupReceiveBuffer(conn, cfg.ReceiveBuffer, log)
+	var tx *sockopt.TxStamper
+	rc, err := conn.SyscallConn()
+	if err == nil {
+		tx, err = sockopt.NewTxStamper(rc)
+	}
+	if err != nil {
+		log.WithError(err).Debug("tsp: no kernel transmit timestamps; probes use the time before the write")
+	}
 	t := &Transport{
 		conn:     conn,
 		pc:       pc,
@@ -208,6 +221,7 @@ func Listen(cfg Config) (*Transport, error) {
 		signer:   cfg.Signer,
 		verifier: cfg.Verifier,
 		rcvbuf:   rcvbuf,
+		tx:       tx,
 
 		onDatagram: cfg.onDatagram,
 	}
@@ -407,6 +421,33 @@ func (t *Transport) SendExt(e *tsp.ExtPacket, to netip.AddrPort) error {
 	return t.send(b, to, 0, &t.stats.sentExt[e.Kind])
 }
 
+// SendExtStamped unicasts an extension message, like SendExt, and
+// returns the kernel's software transmit timestamp of it (real time), ok
+// false when the kernel gave none. Only this send asks for one: the
+// stamps come back on the socket's error queue, which is read here.
+func (t *Transport) SendExtStamped(e *tsp.ExtPacket, to netip.AddrPort) (time.Time, bool, error) {
+	b, err := t.encodeExt(e)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if t.tx == nil {
+		return time.Time{}, false, t.send(b, to, 0, &t.stats.sentExt[e.Kind])
+	}
+	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+	var at time.Time
+	var ok bool
+	t.sendMu.Lock()
+	d, err := t.sign(b)
+	if err == nil {
+		at, ok, err = t.tx.Write(func(oob []byte) error {
+			_, _, err := t.conn.WriteMsgUDPAddrPort(d, oob, to)
+			return err
+		})
+	}
+	t.sendMu.Unlock()
+	return at, ok, t.sent(to, err, &t.stats.sentExt[e.Kind])
+}
+
 // BroadcastExt broadcasts an extension message on n, like Broadcast.
 func (t *Transport) BroadcastExt(e *tsp.ExtPacket, n Network) error {
 	b, err := t.encodeExt(e)
@@ -488,6 +529,11 @@ func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.
 		_, err = t.pc.WriteTo(d, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	}
 	t.sendMu.Unlock()
+	return t.sent(to, err, sent)
+}
+
+// sent counts a send's outcome.
+func (t *Transport) sent(to netip.AddrPort, err error, sent *atomic.Uint64) error {
 	if err != nil {
 		t.stats.sendErrors.Add(1)
 		return fmt.Errorf("tsp: send to %v: %w", to, err)
@@ -509,8 +555,10 @@ func (t *Transport) readLoop() {
 	defer close(t.done)
 	defer close(t.packets)
 	buf := make([]byte, readBufSize)
-	// IP_PKTINFO, SCM_TIMESTAMPNS (a timespec) and SO_RXQ_OVFL (a uint32).
-	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16)+unix.CmsgSpace(4))
+	// IP_PKTINFO, SCM_TIMESTAMPNS (a timespec), SO_RXQ_OVFL (a uint32),
+	// and SCM_TIMESTAMPING (three timespecs), which kernels before 6.12
+	// add once transmit stamps are enabled.
+	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16)+unix.CmsgSpace(4)+unix.CmsgSpace(48))
 	var backoff time.Duration
 	for {
 		n, oobn, flags, from, err := t.conn.ReadMsgUDPAddrPort(buf, oob)
