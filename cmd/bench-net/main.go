@@ -142,7 +142,7 @@ type daemon struct {
 // returns the sync interval it ran with.
 func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, interval time.Duration) {
 	r.N = n
-	r.Figures = netbench.Analyze(nil, 0)
+	r.Figures = netbench.Analyze(nil, 0, 0)
 	names, err := netbench.NewNames()
 	if err != nil {
 		r.Err = err
@@ -185,7 +185,7 @@ func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, 
 		r.Err = err
 	}
 	window := time.Duration(o.rounds) * interval
-	r.Figures = netbench.Analyze(ss, window)
+	r.Figures = netbench.Analyze(ss, window, 2*interval)
 	var rss []float64
 	for _, d := range ds {
 		if m, err := flood.ReadMem(d.cmd.Process.Pid); err == nil {
@@ -309,7 +309,7 @@ func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbenc
 				len(ds), ds[s.Master].name, s.At.Seconds(), interval)
 		}
 		window := time.Duration(o.rounds) * interval
-		if at, ok := netbench.ForGood(ss, 1e-3); ok && s.At-at >= window {
+		if at, ok := netbench.ForGood(ss, 1e-3, window); ok {
 			fmt.Fprintf(os.Stderr, "N=%d: spread < 1 ms since %.1f s; steady window done\n", len(ds), at.Seconds())
 			return ss, interval, nil
 		}
@@ -426,4 +426,3 @@ func tail(path string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
-

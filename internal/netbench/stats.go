@@ -57,9 +57,11 @@ func FirstMaster(ss []Sample) (time.Duration, bool) {
 
 // ForGood is the time of the first sample from which on every sample's
 // spread is under bound: the spread fell below it and stayed there to
-// the end. Samples where some daemon did not answer are passed over.
-// False if the last known spread is not under bound.
-func ForGood(ss []Sample, bound float64) (time.Duration, bool) {
+// the end, for hold at least (a run that ends just after the spread
+// first dips under the bound has not shown that it stays there).
+// Samples where some daemon did not answer are passed over. False if the
+// last known spread is not under bound, or has been for less than hold.
+func ForGood(ss []Sample, bound float64, hold time.Duration) (time.Duration, bool) {
 	var at time.Duration
 	ok := false
 	for _, s := range ss {
@@ -72,6 +74,9 @@ func ForGood(ss []Sample, bound float64) (time.Duration, bool) {
 		case !ok:
 			at, ok = s.At, true
 		}
+	}
+	if ok && ss[len(ss)-1].At-at < hold {
+		return 0, false
 	}
 	return at, ok
 }
@@ -97,13 +102,15 @@ type Figures struct {
 }
 
 // Analyze draws the figures from a run's samples (in time order). The
-// steady window is the last window of the run.
-func Analyze(ss []Sample, window time.Duration) Figures {
+// steady window is the last window of the run (the samples taken after
+// the last one's time less window); a spread is under a bound for good
+// when it has been for hold at the end.
+func Analyze(ss []Sample, window, hold time.Duration) Figures {
 	f := Figures{PacketsPerSlaveRound: math.NaN(), CPUMaster: math.NaN(), CPUSlave: math.NaN(),
 		P50: math.NaN(), P95: math.NaN(), Max: math.NaN()}
 	f.MasterAfter, f.HasMaster = FirstMaster(ss)
-	f.Under1ms, f.Settled1ms = ForGood(ss, 1e-3)
-	f.Under100us, f.Settled100us = ForGood(ss, 100e-6)
+	f.Under1ms, f.Settled1ms = ForGood(ss, 1e-3, hold)
+	f.Under100us, f.Settled100us = ForGood(ss, 100e-6, hold)
 	if len(ss) == 0 {
 		return f
 	}
@@ -112,7 +119,7 @@ func Analyze(ss []Sample, window time.Duration) Figures {
 	var first, last *Sample
 	for i := range ss {
 		s := &ss[i]
-		if s.At < from {
+		if s.At <= from {
 			continue
 		}
 		if s.Offsets != nil {

@@ -78,7 +78,7 @@ func Table(rs []Result, interval time.Duration) string {
 			if math.IsNaN(r.CPUMaster) {
 				return "—"
 			}
-			return fmt.Sprintf("%.1f / %.1f %% of a core", 100*r.CPUMaster, 100*r.CPUSlave)
+			return fmt.Sprintf("%.2f / %.2f %% of a core", 100*r.CPUMaster, 100*r.CPUSlave)
 		}),
 		row("steady window: sync rounds, samples", "—", func(r Result) string {
 			return fmt.Sprintf("%s, %d", number(r.Rounds, "%.0f"), r.SpreadSamples)
