@@ -170,8 +170,9 @@ func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, 
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(os.Stderr, "N=%d: run %s: network up in %.1f s\n", n, names.Run, time.Since(began).Seconds())
 
-	ds, err := start(timed, dir, names, netbench.Clocks(o.seed, n, o.offset, o.drift))
-	defer stop(ds, o.keepLogs)
+	life, end := context.WithCancel(ctx)
+	ds, err := start(life, timed, dir, names, netbench.Clocks(o.seed, n, o.offset, o.drift))
+	defer stop(end, ds, o.keepLogs)
 	if err != nil {
 		r.Err = err
 		return r, 0
@@ -199,8 +200,9 @@ func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, 
 }
 
 // start starts one daemon per namespace, each held by a shell until its
-// release is closed, so that all begin within a few milliseconds.
-func start(timed, dir string, names netbench.Names, clocks []netbench.Clock) ([]*daemon, error) {
+// release is closed, so that all begin within a few milliseconds. Ending
+// life stops them: SIGTERM, and SIGKILL 3 s later.
+func start(life context.Context, timed, dir string, names netbench.Names, clocks []netbench.Clock) ([]*daemon, error) {
 	conf := filepath.Join(dir, "empty.yaml") // not the host's /etc/timed/timed.yaml
 	if err := os.WriteFile(conf, nil, 0o600); err != nil {
 		return nil, err
@@ -214,10 +216,12 @@ func start(timed, dir string, names netbench.Names, clocks []netbench.Clock) ([]
 		if err != nil {
 			return ds, err
 		}
-		d.cmd = exec.Command("ip", "netns", "exec", d.ns, "/bin/sh", "-c", `read x; exec "$0" "$@"`, timed,
+		d.cmd = exec.CommandContext(life, "ip", "netns", "exec", d.ns, "/bin/sh", "-c", `read x; exec "$0" "$@"`, timed,
 			"-M", "--profile", "fast", "--config", conf, "--hostname", d.name, "--clock", c.Spec(),
 			"--control-socket", d.sock, "--metrics-listen", d.metrics, "--log-level", "info")
 		d.cmd.Stdout, d.cmd.Stderr = f, f
+		d.cmd.Cancel = func() error { return d.cmd.Process.Signal(syscall.SIGTERM) }
+		d.cmd.WaitDelay = 3 * time.Second
 		// Its own process group: a Ctrl-C is ours to handle, in order.
 		// SIGKILL if we die without stopping it.
 		d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -239,20 +243,12 @@ func start(timed, dir string, names netbench.Names, clocks []netbench.Clock) ([]
 	return ds, nil
 }
 
-// stop ends every daemon: SIGTERM, SIGKILL after 3 s. With keep, it
-// copies their logs there first.
-func stop(ds []*daemon, keep string) {
+// stop ends the daemons' life and waits for them all to exit. With keep,
+// it copies their logs there.
+func stop(end context.CancelFunc, ds []*daemon, keep string) {
+	end()
 	for _, d := range ds {
-		d.release.Close()
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, d := range ds {
-		select {
-		case <-d.done:
-		case <-time.After(3 * time.Second):
-			_ = d.cmd.Process.Kill()
-			<-d.done
-		}
+		<-d.done
 	}
 	if keep == "" {
 		return
@@ -325,6 +321,7 @@ func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbenc
 // milliseconds of each other), and the master's metrics.
 func sample(ctx context.Context, ds []*daemon, t0 time.Time) (netbench.Sample, []*control.Status) {
 	sts := make([]*control.Status, len(ds))
+	began := time.Now()
 	var wg sync.WaitGroup
 	for i, d := range ds {
 		wg.Go(func() {
@@ -336,7 +333,7 @@ func sample(ctx context.Context, ds []*daemon, t0 time.Time) (netbench.Sample, [
 		})
 	}
 	wg.Wait()
-	s := netbench.Sample{At: time.Since(t0), Master: oneMaster(sts), Rounds: -1}
+	s := netbench.Sample{At: began.Sub(t0), Poll: time.Since(began), Master: oneMaster(sts), Rounds: -1}
 	if !slices.Contains(sts, nil) {
 		for _, st := range sts {
 			s.Offsets = append(s.Offsets, st.OffsetSecs)

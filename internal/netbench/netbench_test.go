@@ -126,6 +126,7 @@ func TestAnalyze(t *testing.T) {
 			// round, the master 52.
 			s.Packets = []uint64{uint64(26 * i), uint64(52 * i), uint64(26 * i)}
 			s.CPU = []float64{0.01 * float64(i), 0.1 * float64(i), 0.03 * float64(i)}
+			s.Poll = time.Duration(i) * time.Millisecond
 		}
 		ss = append(ss, s)
 	}
@@ -136,6 +137,9 @@ func TestAnalyze(t *testing.T) {
 	// The window is samples 10 to 19: spreads 1/11 … 1/20.
 	if f.SpreadSamples != 10 || f.Max != 1.0/11 || f.P50 != 1.0/16 {
 		t.Errorf("window: %d samples, p50 %v, max %v; want 10, 1/16, 1/11", f.SpreadSamples, f.P50, f.Max)
+	}
+	if f.PollP95 != 19*time.Millisecond {
+		t.Errorf("p95 poll %v, want 19ms", f.PollP95)
 	}
 	if f.Rounds != 9 || f.PacketsPerSlaveRound != 26 {
 		t.Errorf("%v rounds, %v packets per slave per round; want 9, 26", f.Rounds, f.PacketsPerSlaveRound)

@@ -23,6 +23,9 @@ type Sample struct {
 	CPU []float64
 	// Rounds is the master's sync rounds counter (its metrics), or -1.
 	Rounds float64
+	// Poll is how long reading every daemon's status took: the offsets
+	// were read that far apart at most.
+	Poll time.Duration
 }
 
 // Spread is the largest offset between two clocks: max − min.
@@ -85,8 +88,9 @@ func ForGood(ss []Sample, bound float64, hold time.Duration) (time.Duration, boo
 type Figures struct {
 	MasterAfter   time.Duration
 	HasMaster     bool
-	P50, P95, Max float64 // spread over the steady window, seconds
-	SpreadSamples int     // samples in the steady window with every offset
+	P50, P95, Max float64       // spread over the steady window, seconds
+	SpreadSamples int           // samples in the steady window with every offset
+	PollP95       time.Duration // p95 of the window's samples' Poll
 	Under1ms      time.Duration
 	Settled1ms    bool
 	Under100us    time.Duration
@@ -115,7 +119,7 @@ func Analyze(ss []Sample, window, hold time.Duration) Figures {
 		return f
 	}
 	from := ss[len(ss)-1].At - window
-	var spreads []float64
+	var spreads, polls []float64
 	var first, last *Sample
 	for i := range ss {
 		s := &ss[i]
@@ -124,6 +128,7 @@ func Analyze(ss []Sample, window, hold time.Duration) Figures {
 		}
 		if s.Offsets != nil {
 			spreads = append(spreads, Spread(s.Offsets))
+			polls = append(polls, float64(s.Poll))
 		}
 		if s.Master >= 0 && s.Packets != nil && s.Rounds >= 0 {
 			if first == nil {
@@ -135,6 +140,7 @@ func Analyze(ss []Sample, window, hold time.Duration) Figures {
 	f.SpreadSamples = len(spreads)
 	if len(spreads) > 0 {
 		f.P50, f.P95, f.Max = Percentile(spreads, 50), Percentile(spreads, 95), slices.Max(spreads)
+		f.PollP95 = time.Duration(Percentile(polls, 95))
 	}
 	if first == nil || first == last || first.Master != last.Master {
 		return f

@@ -80,8 +80,8 @@ func Table(rs []Result, interval time.Duration) string {
 			}
 			return fmt.Sprintf("%.2f / %.2f %% of a core", 100*r.CPUMaster, 100*r.CPUSlave)
 		}),
-		row("steady window: sync rounds, samples", "—", func(r Result) string {
-			return fmt.Sprintf("%s, %d", number(r.Rounds, "%.0f"), r.SpreadSamples)
+		row("steady window: sync rounds, samples, p95 time to read all offsets", "—", func(r Result) string {
+			return fmt.Sprintf("%s, %d, %.0f ms", number(r.Rounds, "%.0f"), r.SpreadSamples, r.PollP95.Seconds()*1e3)
 		}),
 	}
 	return Markdown(header, rows)
