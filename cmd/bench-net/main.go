@@ -47,6 +47,7 @@ type opts struct {
 	ns        []int
 	rounds    int
 	settle    int
+	warmup    int
 	seed      uint64
 	offset    time.Duration
 	drift     float64
@@ -61,6 +62,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding timed (make build)")
 	flag.IntVar(&o.rounds, "rounds", 12, "sync rounds in the steady window (at least 10)")
 	flag.IntVar(&o.settle, "settle", 20, "most sync rounds after one master to wait for the spread to stay under 1 ms before the steady window")
+	flag.IntVar(&o.warmup, "warmup", 2, "sync rounds between the spread staying under 1 ms and the steady window")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the clocks' offsets and drifts")
 	flag.DurationVar(&o.offset, "offset", 500*time.Millisecond, "clocks start up to this far from the kernel clock, either way")
 	flag.Float64Var(&o.drift, "drift", 50, "clocks drift up to this many ppm, either way")
@@ -79,8 +81,8 @@ func main() {
 		}
 		o.ns = append(o.ns, n)
 	}
-	if o.rounds < 10 || o.settle < 0 || o.every <= 0 || o.offset < 0 || o.drift < 0 {
-		fmt.Fprintln(os.Stderr, "bench-net: -rounds must be at least 10; -settle, -offset and -drift not negative; -every positive")
+	if o.rounds < 10 || o.settle < 0 || o.warmup < 0 || o.every <= 0 || o.offset < 0 || o.drift < 0 {
+		fmt.Fprintln(os.Stderr, "bench-net: -rounds must be at least 10; -settle, -warmup, -offset and -drift not negative; -every positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -106,8 +108,8 @@ func run(ctx context.Context, o opts) error {
 	fmt.Printf("bench-net: N daemons (%s) in N network namespaces on one bridge; fast profile, all -M; simulated clocks\n", timed)
 	fmt.Printf("offsets uniform in ±%v, drifts in ±%g ppm (seed %d); all released at once; every daemon sampled every %v;\n",
 		o.offset, o.drift, o.seed, o.every)
-	fmt.Printf("steady window: the last %d sync rounds, after the spread stays < 1 ms (at most %d rounds' wait). %d CPUs, load %s\n",
-		o.rounds, o.settle, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("steady window: the last %d sync rounds, from %d rounds after the spread stays < 1 ms (at most %d rounds' wait). %d CPUs, load %s\n",
+		o.rounds, o.warmup, o.settle, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
 	var rs []netbench.Result
 	var interval time.Duration
 	for _, n := range o.ns {
@@ -266,7 +268,7 @@ func stop(end context.CancelFunc, ds []*daemon, keep string) {
 
 // observe samples the daemons from t0: every 200 ms until one master,
 // then every o.every until the spread has stayed under 1 ms for the
-// steady window (or the wait for it is over). It returns the samples and
+// warm-up and the steady window (or the wait for it is over). It returns the samples and
 // the master's sync interval.
 func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbench.Sample, time.Duration, error) {
 	var ss []netbench.Sample
@@ -305,13 +307,13 @@ func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbenc
 				len(ds), ds[s.Master].name, s.At.Seconds(), interval)
 		}
 		window := time.Duration(o.rounds) * interval
-		if at, ok := netbench.ForGood(ss, 1e-3, window); ok {
+		if at, ok := netbench.ForGood(ss, 1e-3, window+time.Duration(o.warmup)*interval); ok {
 			fmt.Fprintf(os.Stderr, "N=%d: spread < 1 ms since %.1f s; steady window done\n", len(ds), at.Seconds())
 			return ss, interval, nil
 		}
-		if s.At-masterAt >= time.Duration(o.settle)*interval+window {
+		if s.At-masterAt >= time.Duration(o.settle+o.warmup)*interval+window {
 			fmt.Fprintf(os.Stderr, "N=%d: spread not under 1 ms for %d rounds within %d rounds of the master: the window is the last %d rounds\n",
-				len(ds), o.rounds, o.settle+o.rounds, o.rounds)
+				len(ds), o.warmup+o.rounds, o.settle+o.warmup+o.rounds, o.rounds)
 			return ss, interval, nil
 		}
 	}
