@@ -183,10 +183,14 @@ func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, 
 	for _, d := range ds {
 		d.release.Close() // the shell's read ends, and it execs timed
 	}
-	ss, interval, err := observe(ctx, o, ds, t0)
-	if err != nil {
+	ss, interval, settled, err := observe(ctx, o, ds, t0)
+	switch {
+	case ctx.Err() != nil:
+		r.Err = errors.New("interrupted")
+	case err != nil:
 		r.Err = err
 	}
+	r.Unsettled = !settled
 	window := time.Duration(o.rounds) * interval
 	r.Figures = netbench.Analyze(ss, window, 2*interval)
 	var rss []float64
@@ -268,11 +272,10 @@ func stop(end context.CancelFunc, ds []*daemon, keep string) {
 
 // observe samples the daemons from t0: every 200 ms until one master,
 // then every o.every until the spread has stayed under 1 ms for the
-// warm-up and the steady window (or the wait for it is over). It returns the samples and
-// the master's sync interval.
-func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbench.Sample, time.Duration, error) {
-	var ss []netbench.Sample
-	interval := 4 * time.Second // the fast profile's, until the master says
+// warm-up and the steady window (settled), or the wait for it is over.
+// It returns the samples and the master's sync interval.
+func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) (ss []netbench.Sample, interval time.Duration, settled bool, err error) {
+	interval = 4 * time.Second // the fast profile's, until the master says
 	var masterAt time.Duration
 	period := 200 * time.Millisecond
 	next := t0
@@ -280,13 +283,13 @@ func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbenc
 		next = next.Add(period)
 		select {
 		case <-ctx.Done():
-			return ss, interval, ctx.Err()
+			return ss, interval, false, ctx.Err()
 		case <-time.After(time.Until(next)):
 		}
 		for _, d := range ds {
 			select {
 			case <-d.done:
-				return ss, interval, fmt.Errorf("%s exited: %s", d.name, tail(d.log))
+				return ss, interval, false, fmt.Errorf("%s exited: %s", d.name, tail(d.log))
 			default:
 			}
 		}
@@ -294,7 +297,7 @@ func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbenc
 		ss = append(ss, s)
 		if s.Master < 0 && masterAt == 0 {
 			if s.At > o.masterMax {
-				return ss, interval, fmt.Errorf("no master %v after the start", o.masterMax)
+				return ss, interval, false, fmt.Errorf("no master %v after the start", o.masterMax)
 			}
 			continue
 		}
@@ -309,12 +312,12 @@ func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) ([]netbenc
 		window := time.Duration(o.rounds) * interval
 		if at, ok := netbench.ForGood(ss, 1e-3, window+time.Duration(o.warmup)*interval); ok {
 			fmt.Fprintf(os.Stderr, "N=%d: spread < 1 ms since %.1f s; steady window done\n", len(ds), at.Seconds())
-			return ss, interval, nil
+			return ss, interval, true, nil
 		}
 		if s.At-masterAt >= time.Duration(o.settle+o.warmup)*interval+window {
 			fmt.Fprintf(os.Stderr, "N=%d: spread not under 1 ms for %d rounds within %d rounds of the master: the window is the last %d rounds\n",
 				len(ds), o.warmup+o.rounds, o.settle+o.warmup+o.rounds, o.rounds)
-			return ss, interval, nil
+			return ss, interval, false, nil
 		}
 	}
 }

@@ -210,7 +210,7 @@ timed_state{network="x",state="master"} 1
 // as many columns, padded to one width per column; a failed N says why.
 func TestTable(t *testing.T) {
 	ok := Analyze([]Sample{sample(1, 0.002), {At: 2 * time.Second, Offsets: []float64{0, 35e-6}, Master: 0, Rounds: -1}}, time.Second, 0)
-	rs := []Result{{N: 5, Figures: ok, RSSMedian: 12 << 20, RSSMax: 13 << 20},
+	rs := []Result{{N: 5, Figures: ok, RSSMedian: 12 << 20, RSSMax: 13 << 20, Unsettled: true},
 		{N: 20, Figures: Analyze(nil, 0, 0), Err: errNoMaster}}
 	out := Table(rs, 4*time.Second)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -223,7 +223,7 @@ func TestTable(t *testing.T) {
 			t.Fatalf("ragged line %q in\n%s", l, out)
 		}
 	}
-	for _, want := range []string{"| measure", "N=5", "N=20", "| ---", "2.0 s", "35 µs / 35 µs / 35 µs",
+	for _, want := range []string{"| measure", "N=5", "N=20", "| ---", "2.0 s", "35 µs / 35 µs / 35 µs (last rounds, not settled)",
 		"2.0 s (0.5 rounds)", "12.0 / 13.0 MB", "failed: no master / none", AnchorMaster, AnchorPackets} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,11 +26,17 @@ type Net struct {
 	rule    []string // the iptables rule Setup inserted, to delete
 }
 
-// ip runs ip(8) with args; its output goes into the error.
-func ip(ctx context.Context, args ...string) error {
-	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+// ip runs ip(8) with args.
+func ip(ctx context.Context, args ...string) error { return command(ctx, "ip", args...) }
+
+// command runs name with args in a process group of its own, so that the
+// terminal's Ctrl-C (a second one too) cannot cut the cleanup short; its
+// output goes into the error.
+func command(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -42,31 +49,39 @@ func Setup(ctx context.Context, names Names, n int) (*Net, error) {
 	if err := Check(n); err != nil {
 		return nt, err
 	}
+	// Each command runs to its end, so that nothing is made that the Net
+	// does not know of; an interrupt is seen between commands. A name is
+	// recorded before the command that makes it, and Close passes over
+	// what is not there.
+	run := func(args ...string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return ip(context.WithoutCancel(ctx), args...)
+	}
 	br := names.Bridge()
-	if err := ip(ctx, "link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0",
+	nt.bridge = true
+	if err := run("link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0",
 		"nf_call_iptables", "0", "nf_call_ip6tables", "0", "nf_call_arptables", "0"); err != nil {
 		return nt, err
 	}
-	nt.bridge = true
-	if err := ip(ctx, "link", "set", br, "up"); err != nil {
+	if err := run("link", "set", br, "up"); err != nil {
 		return nt, err
 	}
-	if err := nt.acceptForward(ctx); err != nil {
+	if err := nt.acceptForward(context.WithoutCancel(ctx)); err != nil {
 		return nt, err
 	}
 	bits := strconv.Itoa(Subnet.Bits())
 	for i := range n {
 		ns := names.Netns(i)
-		if err := ip(ctx, "netns", "add", ns); err != nil {
-			return nt, err
-		}
 		nt.netns = append(nt.netns, ns)
-		host, peer := names.Veth(i)
-		if err := ip(ctx, "link", "add", host, "type", "veth", "peer", "name", peer); err != nil {
+		if err := run("netns", "add", ns); err != nil {
 			return nt, err
 		}
+		host, peer := names.Veth(i)
 		nt.hostEnd = append(nt.hostEnd, host)
 		for _, args := range [][]string{
+			{"link", "add", host, "type", "veth", "peer", "name", peer},
 			{"link", "set", host, "master", br, "up"},
 			{"link", "set", peer, "netns", ns},
 			{"-n", ns, "link", "set", peer, "name", "eth0"},
@@ -74,7 +89,7 @@ func Setup(ctx context.Context, names Names, n int) (*Net, error) {
 			{"-n", ns, "link", "set", "eth0", "up"},
 			{"-n", ns, "link", "set", "lo", "up"},
 		} {
-			if err := ip(ctx, args...); err != nil {
+			if err := run(args...); err != nil {
 				return nt, err
 			}
 		}
@@ -94,21 +109,27 @@ func (nt *Net) Close() error {
 	// The host ends first: deleting one deletes its peer at once, where
 	// a deleted namespace's interfaces go some time later.
 	for _, h := range nt.hostEnd {
+		if _, err := net.InterfaceByName(h); err != nil {
+			continue // never made
+		}
 		if err := ip(ctx, "link", "del", h); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, ns := range nt.netns {
+		if _, err := os.Stat("/run/netns/" + ns); err != nil {
+			continue
+		}
 		if err := ip(ctx, "netns", "del", ns); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if nt.rule != nil {
-		if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-D"}, nt.rule...)...).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("iptables -D %s: %w: %s", strings.Join(nt.rule, " "), err, strings.TrimSpace(string(out))))
+		if err := command(ctx, "iptables", append([]string{"-D"}, nt.rule...)...); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if nt.bridge {
+	if _, err := net.InterfaceByName(nt.Names.Bridge()); err == nil && nt.bridge {
 		if err := ip(ctx, "link", "del", nt.Names.Bridge()); err != nil {
 			errs = append(errs, err)
 		}
@@ -131,8 +152,8 @@ func (nt *Net) acceptForward(ctx context.Context) error {
 	br := nt.Names.Bridge()
 	rule := []string{"FORWARD", "-i", br, "-o", br, "-j", "ACCEPT", "-m", "comment", "--comment", "bench-net " + nt.Names.Run}
 	args := append([]string{"-I", rule[0], "1"}, rule[1:]...)
-	if out, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	if err := command(ctx, "iptables", args...); err != nil {
+		return err
 	}
 	nt.rule = rule
 	return nil

@@ -12,6 +12,9 @@ import (
 type Result struct {
 	N   int
 	Err error // the run failed: its figures are what was measured before
+	// Unsettled: the spread did not stay under 1 ms long enough, so the
+	// steady window is only the run's last rounds.
+	Unsettled bool
 	Figures
 	RSSMedian, RSSMax uint64 // bytes, at the end of the run
 }
@@ -63,7 +66,11 @@ func Table(rs []Result, interval time.Duration) string {
 			if r.SpreadSamples == 0 {
 				return "—"
 			}
-			return Seconds(r.P50) + " / " + Seconds(r.P95) + " / " + Seconds(r.Max)
+			s := Seconds(r.P50) + " / " + Seconds(r.P95) + " / " + Seconds(r.Max)
+			if r.Unsettled {
+				s += " (last rounds, not settled)"
+			}
+			return s
 		}),
 		row("time until spread < 1 ms for good", AnchorSettle, func(r Result) string { return settle(r.Under1ms, r.Settled1ms) }),
 		row("time until spread < 100 µs for good", AnchorSettle, func(r Result) string { return settle(r.Under100us, r.Settled100us) }),
