@@ -270,14 +270,14 @@ func stop(end context.CancelFunc, ds []*daemon, keep string) {
 	}
 }
 
-// observe samples the daemons from t0: every 200 ms until one master,
+// observe samples the daemons from t0: every 100 ms until one master,
 // then every o.every until the spread has stayed under 1 ms for the
 // warm-up and the steady window (settled), or the wait for it is over.
 // It returns the samples and the master's sync interval.
 func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) (ss []netbench.Sample, interval time.Duration, settled bool, err error) {
 	interval = 4 * time.Second // the fast profile's, until the master says
 	var masterAt time.Duration
-	period := 200 * time.Millisecond
+	period := 100 * time.Millisecond
 	next := t0
 	for {
 		next = next.Add(period)
