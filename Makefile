@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build demo bench-ring bench-flood test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
+.PHONY: all build demo bench-ring bench-flood bench-net test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
 
 # Recipes run under bash with pipefail: test output goes through
 # testsummary, and a failing go test must fail the pipe.
@@ -145,6 +145,20 @@ bench:
 ## the figures before the hardening. About 2 minutes; leaves nothing.
 bench-flood: build
 	$(GO) run ./cmd/bench-flood -bin $(BIN)
+
+## bench-net: issue 15's real-network benchmark: for each N of BENCH_NET_N,
+## N daemons of bin/ in N network namespaces on one bridge, simulated clocks
+## (offsets within ±0.5 s, drifts within ±50 ppm, seeded), fast profile, all
+## released at once; the time to one master, the steady spread of the clocks
+## (p50/p95/max over BENCH_NET_ROUNDS sync rounds), the time until the spread
+## stays < 1 ms and < 100 µs, packets per slave per round, RSS and CPU per
+## daemon, as one table beside BSD's figures. Needs root; about 5 minutes
+## for 5,20,50; leaves nothing (namespaces, links, the firewall rule it adds).
+BENCH_NET_N      ?= 5,20,50
+BENCH_NET_ROUNDS ?= 12
+BENCH_NET_SEED   ?= 1
+bench-net: build
+	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED)
 
 ## bench-ring: ring-election messages, bits and time against each paper's
 ## bound for n = 2^3 … 2^16, and bench-ring.png (messages/(n log2 n) vs n)

@@ -1,0 +1,430 @@
+// Command bench-net measures timed on a real network: for each N it
+// starts N daemons (bin/timed, fast profile, all may be master) in N
+// network namespaces on one bridge, each on a simulated clock with a
+// random offset (±0.5 s) and drift, releases them at the same instant,
+// and samples every daemon's `timedc status` every second. It prints one
+// table, a column per N beside BSD's figures: the time to one master,
+// the steady spread of the clocks (p50/p95/max), the time until the
+// spread stays under 1 ms and under 100 µs, packets per slave per sync
+// round, and RSS and CPU per daemon.
+//
+//	make build && sudo go run ./cmd/bench-net -bin bin -n 5,20,50
+//
+// It needs root (ip netns, veth, bridge). Every namespace, link and file
+// it makes carries the run's random id and is removed when it returns,
+// on failure or Ctrl-C too; the daemons die with it even if it is killed
+// (SIGKILL on parent death).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/timed-project/timed/internal/flood"
+	"github.com/timed-project/timed/internal/netbench"
+	"github.com/timed-project/timed/timed/control"
+)
+
+// opts are the flags.
+type opts struct {
+	bin       string
+	ns        []int
+	rounds    int
+	settle    int
+	warmup    int
+	seed      uint64
+	offset    time.Duration
+	drift     float64
+	every     time.Duration
+	keepLogs  string
+	masterMax time.Duration
+}
+
+func main() {
+	var o opts
+	list := flag.String("n", "5,20,50", "daemon counts, comma-separated: one run each")
+	flag.StringVar(&o.bin, "bin", "bin", "directory holding timed (make build)")
+	flag.IntVar(&o.rounds, "rounds", 12, "sync rounds in the steady window (at least 10)")
+	flag.IntVar(&o.settle, "settle", 20, "most sync rounds after one master to wait for the spread to stay under 1 ms before the steady window")
+	flag.IntVar(&o.warmup, "warmup", 2, "sync rounds between the spread staying under 1 ms and the steady window")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the clocks' offsets and drifts")
+	flag.DurationVar(&o.offset, "offset", 500*time.Millisecond, "clocks start up to this far from the kernel clock, either way")
+	flag.Float64Var(&o.drift, "drift", 50, "clocks drift up to this many ppm, either way")
+	flag.DurationVar(&o.every, "every", time.Second, "how often every daemon is sampled once there is a master")
+	flag.DurationVar(&o.masterMax, "master-timeout", 90*time.Second, "give up on an N that has no master this long after the start")
+	flag.StringVar(&o.keepLogs, "logs", "", "keep the daemons' logs in this directory (default: removed)")
+	flag.Parse()
+	for _, s := range strings.Split(*list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err == nil {
+			err = netbench.Check(n)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench-net: -n %q: %v\n", *list, err)
+			os.Exit(2)
+		}
+		o.ns = append(o.ns, n)
+	}
+	if o.rounds < 10 || o.settle < 0 || o.warmup < 0 || o.every <= 0 || o.offset < 0 || o.drift < 0 {
+		fmt.Fprintln(os.Stderr, "bench-net: -rounds must be at least 10; -settle, -warmup, -offset and -drift not negative; -every positive")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-net:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o opts) error {
+	timed, err := filepath.Abs(filepath.Join(o.bin, "timed"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(timed); err != nil {
+		return fmt.Errorf("%w (run `make build` first, or give -bin)", err)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("needs root: it makes network namespaces, veths and a bridge")
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("bench-net: N daemons (%s) in N network namespaces on one bridge; fast profile, all -M; simulated clocks\n", timed)
+	fmt.Printf("offsets uniform in ±%v, drifts in ±%g ppm (seed %d); all released at once; every daemon sampled every %v;\n",
+		o.offset, o.drift, o.seed, o.every)
+	fmt.Printf("steady window: the last %d sync rounds, from %d rounds after the spread stays < 1 ms (at most %d rounds' wait). %d CPUs, load %s\n",
+		o.rounds, o.warmup, o.settle, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
+	var rs []netbench.Result
+	var interval time.Duration
+	for _, n := range o.ns {
+		if ctx.Err() != nil {
+			break
+		}
+		r, iv := runN(ctx, o, timed, n)
+		if r.Err != nil {
+			fmt.Fprintf(os.Stderr, "N=%d: %v\n", n, r.Err)
+		}
+		interval = max(interval, iv)
+		rs = append(rs, r)
+	}
+	if len(rs) > 0 {
+		fmt.Printf("\n%s", netbench.Table(rs, interval))
+		fmt.Printf("\nsync interval %v; spread: max − min over the daemons of each one's simulated clock minus the kernel clock;\n", interval)
+		fmt.Println("packets: the slaves' TSP and probe packets, sent and received, over the window's rounds (the master's count).")
+	}
+	return ctx.Err()
+}
+
+// daemon is one timed in its namespace.
+type daemon struct {
+	name, ns, sock, log string
+	metrics             string // host:port of its metrics, in ns
+	cmd                 *exec.Cmd
+	release             io.WriteCloser // closing it lets the daemon start
+	done                chan struct{}
+}
+
+// runN is one N: its network, its daemons, its samples and figures. It
+// returns the sync interval it ran with.
+func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, interval time.Duration) {
+	r.N = n
+	r.Figures = netbench.Analyze(nil, 0, 0)
+	names, err := netbench.NewNames()
+	if err != nil {
+		r.Err = err
+		return r, 0
+	}
+	began := time.Now()
+	nt, err := netbench.Setup(ctx, names, n)
+	defer func() {
+		if err := nt.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "N=%d: cleanup: %v\n", n, err)
+		}
+		if left, err := netbench.Left(names); err != nil || len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "N=%d: left behind: %v %v\n", n, left, err)
+		}
+	}()
+	if err != nil {
+		r.Err = fmt.Errorf("network: %w", err)
+		return r, 0
+	}
+	dir, err := os.MkdirTemp("", "bench-net-"+names.Run)
+	if err != nil {
+		r.Err = err
+		return r, 0
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintf(os.Stderr, "N=%d: run %s: network up in %.1f s\n", n, names.Run, time.Since(began).Seconds())
+
+	life, end := context.WithCancel(ctx)
+	ds, err := start(life, timed, dir, names, netbench.Clocks(o.seed, n, o.offset, o.drift))
+	defer stop(end, ds, o.keepLogs)
+	if err != nil {
+		r.Err = err
+		return r, 0
+	}
+	t0 := time.Now()
+	for _, d := range ds {
+		d.release.Close() // the shell's read ends, and it execs timed
+	}
+	ss, interval, settled, err := observe(ctx, o, ds, t0)
+	switch {
+	case ctx.Err() != nil:
+		r.Err = errors.New("interrupted")
+	case err != nil:
+		r.Err = err
+	}
+	r.Unsettled = !settled
+	window := time.Duration(o.rounds) * interval
+	r.Figures = netbench.Analyze(ss, window, 2*interval)
+	var rss []float64
+	for _, d := range ds {
+		if m, err := flood.ReadMem(d.cmd.Process.Pid); err == nil {
+			rss = append(rss, float64(m.RSS))
+		}
+	}
+	if len(rss) > 0 {
+		r.RSSMedian, r.RSSMax = uint64(netbench.Percentile(rss, 50)), uint64(slices.Max(rss))
+	}
+	return r, interval
+}
+
+// start starts one daemon per namespace, each held by a shell until its
+// release is closed, so that all begin within a few milliseconds. Ending
+// life stops them: SIGTERM, and SIGKILL 3 s later.
+func start(life context.Context, timed, dir string, names netbench.Names, clocks []netbench.Clock) ([]*daemon, error) {
+	conf := filepath.Join(dir, "empty.yaml") // not the host's /etc/timed/timed.yaml
+	if err := os.WriteFile(conf, nil, 0o600); err != nil {
+		return nil, err
+	}
+	var ds []*daemon
+	for i, c := range clocks {
+		d := &daemon{name: names.Host(i), ns: names.Netns(i), done: make(chan struct{}),
+			metrics: net.JoinHostPort(names.Addr(i).String(), "9525")}
+		d.sock, d.log = filepath.Join(dir, d.name+".sock"), filepath.Join(dir, d.name+".log")
+		f, err := os.Create(d.log)
+		if err != nil {
+			return ds, err
+		}
+		d.cmd = exec.CommandContext(life, "ip", "netns", "exec", d.ns, "/bin/sh", "-c", `read x; exec "$0" "$@"`, timed,
+			"-M", "--profile", "fast", "--config", conf, "--hostname", d.name, "--clock", c.Spec(),
+			"--control-socket", d.sock, "--metrics-listen", d.metrics, "--log-level", "info")
+		d.cmd.Stdout, d.cmd.Stderr = f, f
+		d.cmd.Cancel = func() error { return d.cmd.Process.Signal(syscall.SIGTERM) }
+		d.cmd.WaitDelay = 3 * time.Second
+		// Its own process group: a Ctrl-C is ours to handle, in order.
+		// SIGKILL if we die without stopping it.
+		d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if d.release, err = d.cmd.StdinPipe(); err != nil {
+			f.Close()
+			return ds, err
+		}
+		err = d.cmd.Start()
+		f.Close()
+		if err != nil {
+			return ds, fmt.Errorf("start %s: %w", d.name, err)
+		}
+		ds = append(ds, d)
+		go func() {
+			_ = d.cmd.Wait()
+			close(d.done)
+		}()
+	}
+	return ds, nil
+}
+
+// stop ends the daemons' life and waits for them all to exit. With keep,
+// it copies their logs there.
+func stop(end context.CancelFunc, ds []*daemon, keep string) {
+	end()
+	for _, d := range ds {
+		<-d.done
+	}
+	if keep == "" {
+		return
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "logs:", err)
+		return
+	}
+	for _, d := range ds {
+		if b, err := os.ReadFile(d.log); err == nil {
+			_ = os.WriteFile(filepath.Join(keep, filepath.Base(d.ns)+".log"), b, 0o644)
+		}
+	}
+}
+
+// observe samples the daemons from t0: every 100 ms until one master,
+// then every o.every until the spread has stayed under 1 ms for the
+// warm-up and the steady window (settled), or the wait for it is over.
+// It returns the samples and the master's sync interval.
+func observe(ctx context.Context, o opts, ds []*daemon, t0 time.Time) (ss []netbench.Sample, interval time.Duration, settled bool, err error) {
+	interval = 4 * time.Second // the fast profile's, until the master says
+	var masterAt time.Duration
+	period := 100 * time.Millisecond
+	next := t0
+	for {
+		next = next.Add(period)
+		select {
+		case <-ctx.Done():
+			return ss, interval, false, ctx.Err()
+		case <-time.After(time.Until(next)):
+		}
+		for _, d := range ds {
+			select {
+			case <-d.done:
+				return ss, interval, false, fmt.Errorf("%s exited: %s", d.name, tail(d.log))
+			default:
+			}
+		}
+		s, sts := sample(ctx, ds, t0)
+		ss = append(ss, s)
+		if s.Master < 0 && masterAt == 0 {
+			if s.At > o.masterMax {
+				return ss, interval, false, fmt.Errorf("no master %v after the start", o.masterMax)
+			}
+			continue
+		}
+		if masterAt == 0 {
+			masterAt, period = s.At, o.every
+			if sy := sts[s.Master].Sync; sy != nil && sy.SyncIntervalSecs > 0 {
+				interval = time.Duration(sy.SyncIntervalSecs * float64(time.Second))
+			}
+			fmt.Fprintf(os.Stderr, "N=%d: one master (%s) %.1f s after the start; sync interval %v\n",
+				len(ds), ds[s.Master].name, s.At.Seconds(), interval)
+		}
+		window := time.Duration(o.rounds) * interval
+		if at, ok := netbench.ForGood(ss, 1e-3, window+time.Duration(o.warmup)*interval); ok {
+			fmt.Fprintf(os.Stderr, "N=%d: spread < 1 ms since %.1f s; steady window done\n", len(ds), at.Seconds())
+			return ss, interval, true, nil
+		}
+		if s.At-masterAt >= time.Duration(o.settle+o.warmup)*interval+window {
+			fmt.Fprintf(os.Stderr, "N=%d: spread not under 1 ms for %d rounds within %d rounds of the master: the window is the last %d rounds\n",
+				len(ds), o.warmup+o.rounds, o.settle+o.warmup+o.rounds, o.rounds)
+			return ss, interval, false, nil
+		}
+	}
+}
+
+// sample polls every daemon at once (so that the offsets are read within
+// milliseconds of each other), and the master's metrics.
+func sample(ctx context.Context, ds []*daemon, t0 time.Time) (netbench.Sample, []*control.Status) {
+	sts := make([]*control.Status, len(ds))
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		wg.Go(func() {
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			if resp, err := control.Call(c, d.sock, control.Request{Cmd: control.CmdStatus}); err == nil {
+				sts[i] = resp.Status
+			}
+		})
+	}
+	wg.Wait()
+	s := netbench.Sample{At: began.Sub(t0), Poll: time.Since(began), Master: oneMaster(sts), Rounds: -1}
+	if !slices.Contains(sts, nil) {
+		for _, st := range sts {
+			s.Offsets = append(s.Offsets, st.OffsetSecs)
+			var p uint64
+			for _, c := range st.Packets {
+				p += c.Rx + c.Tx
+			}
+			s.Packets = append(s.Packets, p)
+		}
+	}
+	for _, d := range ds {
+		c, err := flood.CPUSeconds(d.cmd.Process.Pid)
+		if err != nil {
+			s.CPU = nil
+			break
+		}
+		s.CPU = append(s.CPU, c)
+	}
+	if s.Master >= 0 {
+		if v, err := rounds(ctx, ds[s.Master]); err == nil {
+			s.Rounds = v
+		}
+	}
+	return s, sts
+}
+
+// oneMaster is the index of the one daemon that is master when every
+// other one answered and follows it; -1 otherwise.
+func oneMaster(sts []*control.Status) int {
+	m := -1
+	for i, s := range sts {
+		switch {
+		case s == nil:
+			return -1
+		case s.State == "master" && m >= 0:
+			return -1
+		case s.State == "master":
+			m = i
+		}
+	}
+	if m < 0 {
+		return -1
+	}
+	for i, s := range sts {
+		if i != m && (s.State != "slave" || s.Master == nil || s.Master.Name != sts[m].Hostname) {
+			return -1
+		}
+	}
+	return m
+}
+
+// rounds is d's sync rounds so far, from its metrics, fetched from
+// inside its namespace.
+func rounds(ctx context.Context, d *daemon) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return netbench.DialIn(ctx, d.ns, addr) }}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.metrics+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, err
+	}
+	v, ok := netbench.CounterSum(b, "timed_sync_rounds_total")
+	if !ok {
+		return 0, fmt.Errorf("%s: no timed_sync_rounds_total in its metrics", d.name)
+	}
+	return v, nil
+}
+
+// tail is the end of a log, for an error.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	if len(b) == 0 {
+		return "(empty log)"
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,173 @@
+package netbench
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Sample is what one poll of every daemon saw.
+type Sample struct {
+	At time.Duration // since the simultaneous start
+	// Offsets is each daemon's simulated clock minus the kernel clock, in
+	// seconds; nil unless every daemon answered.
+	Offsets []float64
+	// Master is the index of the one master every other daemon follows,
+	// or -1.
+	Master int
+	// Packets is each daemon's TSP and extension packets, sent and
+	// received, so far; nil unless every daemon answered.
+	Packets []uint64
+	// CPU is each daemon's CPU time so far, in seconds; nil unless it
+	// could be read for all.
+	CPU []float64
+	// Rounds is the master's sync rounds counter (its metrics), or -1.
+	Rounds float64
+	// Poll is how long reading every daemon's status took: the offsets
+	// were read that far apart at most.
+	Poll time.Duration
+}
+
+// Spread is the largest offset between two clocks: max − min.
+func Spread(offsets []float64) float64 {
+	if len(offsets) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(offsets) - slices.Min(offsets)
+}
+
+// Percentile is the nearest-rank p-th percentile of xs (p in 0–100), NaN
+// for none.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	k := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[min(max(k, 0), len(s)-1)]
+}
+
+// FirstMaster is when the samples first saw one master followed by all.
+func FirstMaster(ss []Sample) (time.Duration, bool) {
+	for _, s := range ss {
+		if s.Master >= 0 {
+			return s.At, true
+		}
+	}
+	return 0, false
+}
+
+// ForGood is the time of the first sample from which on every sample's
+// spread is under bound: the spread fell below it and stayed there to
+// the end, for hold at least (a run that ends just after the spread
+// first dips under the bound has not shown that it stays there).
+// Samples where some daemon did not answer are passed over. False if the
+// last known spread is not under bound, or has been for less than hold.
+func ForGood(ss []Sample, bound float64, hold time.Duration) (time.Duration, bool) {
+	var at time.Duration
+	ok := false
+	for _, s := range ss {
+		if s.Offsets == nil {
+			continue
+		}
+		switch under := Spread(s.Offsets) < bound; {
+		case !under:
+			ok = false
+		case !ok:
+			at, ok = s.At, true
+		}
+	}
+	if ok && ss[len(ss)-1].At-at < hold {
+		return 0, false
+	}
+	return at, ok
+}
+
+// Figures are one run's results.
+type Figures struct {
+	MasterAfter   time.Duration
+	HasMaster     bool
+	P50, P95, Max float64       // spread over the steady window, seconds
+	SpreadSamples int           // samples in the steady window with every offset
+	PollP95       time.Duration // p95 of the window's samples' Poll
+	Under1ms      time.Duration
+	Settled1ms    bool
+	Under100us    time.Duration
+	Settled100us  bool
+	// PacketsPerSlaveRound: the slaves' packets (sent and received, all
+	// types) over the window, per slave and per sync round the master
+	// counted; NaN where the master changed or its rounds are unknown.
+	PacketsPerSlaveRound float64
+	Rounds               float64 // sync rounds in the window
+	// CPU over the window, as a fraction of one core: the master's, and
+	// the median slave's; NaN when unknown.
+	CPUMaster, CPUSlave float64
+}
+
+// Analyze draws the figures from a run's samples (in time order). The
+// steady window is the last window of the run (the samples taken after
+// the last one's time less window); a spread is under a bound for good
+// when it has been for hold at the end.
+func Analyze(ss []Sample, window, hold time.Duration) Figures {
+	f := Figures{PacketsPerSlaveRound: math.NaN(), CPUMaster: math.NaN(), CPUSlave: math.NaN(),
+		P50: math.NaN(), P95: math.NaN(), Max: math.NaN()}
+	f.MasterAfter, f.HasMaster = FirstMaster(ss)
+	f.Under1ms, f.Settled1ms = ForGood(ss, 1e-3, hold)
+	f.Under100us, f.Settled100us = ForGood(ss, 100e-6, hold)
+	if len(ss) == 0 {
+		return f
+	}
+	from := ss[len(ss)-1].At - window
+	var spreads, polls []float64
+	var first, last *Sample
+	for i := range ss {
+		s := &ss[i]
+		if s.At <= from {
+			continue
+		}
+		if s.Offsets != nil {
+			spreads = append(spreads, Spread(s.Offsets))
+			polls = append(polls, float64(s.Poll))
+		}
+		if s.Master >= 0 && s.Packets != nil && s.Rounds >= 0 {
+			if first == nil {
+				first = s
+			}
+			last = s
+		}
+	}
+	f.SpreadSamples = len(spreads)
+	if len(spreads) > 0 {
+		f.P50, f.P95, f.Max = Percentile(spreads, 50), Percentile(spreads, 95), slices.Max(spreads)
+		f.PollP95 = time.Duration(Percentile(polls, 95))
+	}
+	if first == nil || first == last || first.Master != last.Master {
+		return f
+	}
+	m := first.Master
+	f.Rounds = last.Rounds - first.Rounds
+	var pkts uint64
+	for i := range last.Packets {
+		if i != m {
+			pkts += last.Packets[i] - first.Packets[i]
+		}
+	}
+	if f.Rounds > 0 && len(last.Packets) > 1 {
+		f.PacketsPerSlaveRound = float64(pkts) / float64(len(last.Packets)-1) / f.Rounds
+	}
+	if first.CPU != nil && last.CPU != nil && last.At > first.At {
+		wall := (last.At - first.At).Seconds()
+		var slaves []float64
+		for i := range last.CPU {
+			c := (last.CPU[i] - first.CPU[i]) / wall
+			if i == m {
+				f.CPUMaster = c
+			} else {
+				slaves = append(slaves, c)
+			}
+		}
+		f.CPUSlave = Percentile(slaves, 50)
+	}
+	return f
+}
