@@ -106,11 +106,45 @@ func UnmarshalProbe(b []byte) (ProbePayload, error) {
 type Datagram struct {
 	Packet tsp.ExtPacket
 	From   netip.AddrPort
-	// Waited is how long ago the datagram reached the host, as told by the
-	// kernel's receive timestamp (SO_TIMESTAMPNS), when ReadExt returned it;
-	// 0 if unknown. Stamps are taken as clock.Now() − Waited, so the time a
-	// packet spent in socket buffers and scheduling does not count.
+	// At is the kernel's receive timestamp (SO_TIMESTAMPNS, real time),
+	// zero if unknown. It is put on the clock where it is used, the clock
+	// read right before the real time (onClock): a wait computed when the
+	// datagram was read would count whatever came between the read and
+	// the use, which under CPU contention (a preemption) is milliseconds,
+	// and would land whole in the offset.
+	At time.Time
+	// Waited serves where only a wait is known (a simulator): how long
+	// ago the datagram reached the host when it was handed over, the
+	// stamp being clock.Now() − Waited. Ignored when At is set.
 	Waited time.Duration
+}
+
+// maxArrivalAge bounds how old a kernel receive stamp is believed: an
+// older one is a clock set in between, and the datagram is stamped now.
+const maxArrivalAge = time.Second
+
+// arrival is when d reached the host, on clock.
+func (d Datagram) arrival(clock Clock, realNow func() time.Time) time.Time {
+	if d.At.IsZero() {
+		return clock.Now().Add(-d.Waited)
+	}
+	t, age := onClock(clock, realNow, d.At)
+	if age < 0 || age >= maxArrivalAge {
+		return clock.Now()
+	}
+	return t
+}
+
+// onClock puts the real-time instant at on clock: the clock is read,
+// then real time at once, and at is taken back by their difference. It
+// also returns how long ago at was.
+func onClock(clock Clock, realNow func() time.Time, at time.Time) (time.Time, time.Duration) {
+	c := clock.Now()
+	if realNow == nil {
+		realNow = time.Now
+	}
+	age := realNow().Sub(at)
+	return c.Add(-age), age
 }
 
 // PacketSender sends extension packets; the TSP transport is one.
@@ -150,11 +184,7 @@ func sendStamped(send PacketSender, clock Clock, realNow func() time.Time, p tsp
 	if err != nil || !ok {
 		return user, false, err
 	}
-	c := clock.Now()
-	if realNow == nil {
-		realNow = time.Now
-	}
-	k := c.Add(-realNow().Sub(at))
+	k, _ := onClock(clock, realNow, at)
 	// Both are no later than the departure; the later is the closer. A
 	// kernel time before the reading means the clock was set in between.
 	if k.Before(user) || k.Sub(user) > maxSendLag {
@@ -321,7 +351,7 @@ func (c *ProbeClient) Deliver(d Datagram) bool {
 	if d.Packet.Kind != tsp.ExtProbeReply {
 		return false
 	}
-	t4 := c.clock.Now().Add(-d.Waited)
+	t4 := d.arrival(c.clock, c.realNow)
 	pl, err := UnmarshalProbe(d.Packet.Payload)
 	if err != nil {
 		return false
@@ -370,12 +400,12 @@ func NewProbeResponder(clock Clock, name string) *ProbeResponder {
 	return &ProbeResponder{clock: clock, name: tsp.TruncateName(name), last: map[netip.AddrPort]sentReply{}}
 }
 
-// Reply builds the reply to a probe: t2 is the arrival (clock.Now() − the
-// datagram's Waited), t3 is taken last, just before the packet is encoded.
+// Reply builds the reply to a probe: t2 is the arrival (the datagram's
+// kernel stamp, on the clock), t3 is taken last, just before the packet is encoded.
 // A format-2 probe gets a format-2 reply with the kernel's send time of
 // the last reply to the same client, if Answer learnt it.
 func (r *ProbeResponder) Reply(d Datagram) (tsp.ExtPacket, error) {
-	t2 := r.clock.Now().Add(-d.Waited)
+	t2 := d.arrival(r.clock, r.realNow)
 	if d.Packet.Kind != tsp.ExtProbe {
 		return tsp.ExtPacket{}, fmt.Errorf("%w: %v is not a probe", ErrProbePayload, d.Packet.Kind)
 	}

@@ -79,6 +79,39 @@ func FuzzProbeUnmarshal(f *testing.F) {
 	})
 }
 
+// The arrival is the kernel's stamp put on the clock where it is used: a
+// delay between reading the datagram and answering it (a preemption under
+// load) must not count. Here 5 ms pass after the read; t2 is still the
+// clock's reading at the kernel's stamp, 3 ms before the read.
+func TestProbeArrivalIsTheKernelStamp(t *testing.T) {
+	s, c := newVSim(SimConfig{Offset: time.Second, DriftPPM: 100})
+	r := NewProbeResponder(c, "slave")
+	r.realNow = s.Now
+	arrived := s.Now().Add(-3 * time.Millisecond)
+	atArrival := c.Now().Add(-3 * time.Millisecond) // the drift over 3 ms is below a ns
+	d := Datagram{Packet: tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: 1, Payload: ProbePayload{T1: 42}.Marshal()}, At: arrived}
+	s.RunFor(5 * time.Millisecond)
+	rep, err := r.Reply(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := UnmarshalProbe(rep.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(pl.T2 - atArrival.UnixNano()); got < -time.Microsecond || got > time.Microsecond {
+		t.Fatalf("t2 is %v from the clock at the kernel's stamp", got)
+	}
+	// A stamp older than maxArrivalAge is a clock set in between: now.
+	d.At = s.Now().Add(-2 * maxArrivalAge)
+	if rep, err = r.Reply(d); err != nil {
+		t.Fatal(err)
+	}
+	if pl, _ = UnmarshalProbe(rep.Payload); pl.T2 != c.Now().UnixNano() {
+		t.Fatalf("an implausible stamp gave t2 %d, now %d", pl.T2, c.Now().UnixNano())
+	}
+}
+
 func TestProbeResponderReply(t *testing.T) {
 	s, c := newVSim(SimConfig{Offset: time.Second})
 	r := NewProbeResponder(c, "slave")

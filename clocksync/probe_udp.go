@@ -15,8 +15,8 @@ import (
 )
 
 // UDPConn is a PacketConn over a UDP socket. On Linux it asks the kernel
-// for receive timestamps (SO_TIMESTAMPNS) and reports each datagram's Waited
-// from them. Datagrams that are not extension packets are skipped.
+// for receive timestamps (SO_TIMESTAMPNS) and reports each datagram's
+// arrival (At) from them. Datagrams that are not extension packets are skipped.
 type UDPConn struct {
 	c       *net.UDPConn
 	stamped bool
@@ -136,8 +136,8 @@ func (u *UDPConn) ReadExt(ctx context.Context) (Datagram, error) {
 		d := Datagram{Packet: p, From: from}
 		if u.stamped {
 			if at, ok := sockopt.RxTimestamp(oob[:oobn]); ok {
-				if w := now.Sub(at); w > 0 && w < time.Second {
-					d.Waited = w
+				if w := now.Sub(at); w > 0 && w < maxArrivalAge {
+					d.At = at
 				}
 			}
 		}

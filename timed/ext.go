@@ -16,7 +16,7 @@ import (
 // so time spent queued here does not count), replies go to the prober;
 // questions for time sources and their answers go to the Host.
 func (d *Daemon) receiveExt(r udp.Received) {
-	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, Waited: time.Since(r.At)}
+	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, At: r.At}
 	switch r.Ext.Kind {
 	case tsp.ExtProbe:
 		if err := d.respond.Answer(dg, extSender{d.tr}); errors.Is(err, clocksync.ErrProbePayload) {
