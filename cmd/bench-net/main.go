@@ -62,7 +62,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding timed (make build)")
 	flag.IntVar(&o.rounds, "rounds", 12, "sync rounds in the steady window (at least 10)")
 	flag.IntVar(&o.settle, "settle", 20, "most sync rounds after one master to wait for the spread to stay under 1 ms before the steady window")
-	flag.IntVar(&o.warmup, "warmup", 2, "sync rounds between the spread staying under 1 ms and the steady window")
+	flag.IntVar(&o.warmup, "warmup", 15, "sync rounds between the spread staying under 1 ms and the steady window: the frequency discipline learns the drifts in them")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the clocks' offsets and drifts")
 	flag.DurationVar(&o.offset, "offset", 500*time.Millisecond, "clocks start up to this far from the kernel clock, either way")
 	flag.Float64Var(&o.drift, "drift", 50, "clocks drift up to this many ppm, either way")
