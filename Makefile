@@ -152,7 +152,7 @@ bench-flood: build
 ## released at once; the time to one master, the steady spread of the clocks
 ## (p50/p95/max over BENCH_NET_ROUNDS sync rounds), the time until the spread
 ## stays < 1 ms and < 100 µs, packets per slave per round, RSS and CPU per
-## daemon, as one table beside BSD's figures. Needs root; about 5 minutes
+## daemon, as one table beside BSD's figures. Needs root; about 6 minutes
 ## for 5,20,50; leaves nothing (namespaces, links, the firewall rule it adds).
 BENCH_NET_N      ?= 5,20,50
 BENCH_NET_ROUNDS ?= 12
