@@ -97,6 +97,16 @@ func (c *SimClock) Now() time.Time {
 	return now.Add(time.Duration(math.Round(c.off)))
 }
 
+// nowWithSource reads the clock and the source time that reading is of,
+// from one read of the source (pairedClock).
+func (c *SimClock) nowWithSource() (clock, source time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.src.Now()
+	c.advance(now)
+	return now.Add(time.Duration(math.Round(c.off))), now
+}
+
 // Adjust slews by d at the clock's slew rate, replacing any pending slew.
 func (c *SimClock) Adjust(d time.Duration) error {
 	c.mu.Lock()

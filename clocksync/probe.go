@@ -135,10 +135,24 @@ func (d Datagram) arrival(clock Clock, realNow func() time.Time) time.Time {
 	return t
 }
 
+// pairedClock reads itself together with the real time its reading is
+// of, from one read of its source: a real-time stamp is then put on it
+// with nothing between the two reads (SimClock; its source is the real
+// time of its world, the host's or a simulator's).
+type pairedClock interface {
+	nowWithSource() (clock, source time.Time)
+}
+
 // onClock puts the real-time instant at on clock: the clock is read,
-// then real time at once, and at is taken back by their difference. It
-// also returns how long ago at was.
+// then real time at once (both from one read where the clock can), and
+// at is taken back by their difference. It also returns how long ago at
+// was.
 func onClock(clock Clock, realNow func() time.Time, at time.Time) (time.Time, time.Duration) {
+	if pc, ok := clock.(pairedClock); ok {
+		c, src := pc.nowWithSource()
+		age := src.Sub(at)
+		return c.Add(-age), age
+	}
 	c := clock.Now()
 	if realNow == nil {
 		realNow = time.Now
