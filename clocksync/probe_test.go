@@ -165,7 +165,10 @@ func TestProbeLoopbackUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("loopback: %+v", m)
-	if m.Samples < 3 || m.Samples > 5 || m.RTT <= 0 || m.ErrorBound < m.RTT/2 {
+	// The bound is that of the samples' intersection, which may be
+	// narrower than the best sample's RTT/2; it is checked against the
+	// truth below.
+	if m.Samples < 3 || m.Samples > 5 || m.RTT <= 0 || m.ErrorBound <= 0 {
 		t.Fatalf("measurement %+v", m)
 	}
 	// The true offset is within the error bound (plus the clocks' reading
