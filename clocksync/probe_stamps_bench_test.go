@@ -47,16 +47,7 @@ func BenchmarkProbeStamps(b *testing.B) {
 func probeStampRun(b *testing.B, kernel bool, load int) (errs, bounds []time.Duration, stamps string, beyond int) {
 	src := NewMonotonicSource()
 	const ahead = 3 * time.Millisecond
-	mc, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mc.Close()
-	sc, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sc.Close()
+	mc, sc := loopbackPair(b)
 	var mconn, sconn PacketConn = mc, sc
 	if !kernel {
 		mconn, sconn = userOnly{mc}, userOnly{sc}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,16 +15,7 @@ import (
 // transmit timestamp, taken between the clock readings before the write
 // and after it returned.
 func TestUDPConnTxTimestampLoopback(t *testing.T) {
-	a, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := loopbackPair(t)
 	for i := range 20 {
 		before := time.Now()
 		at, ok, err := a.WriteExtStamped(tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: uint16(i), Name: "a", Payload: ProbePayload{T1: 1}.Marshal()}, b.LocalAddr())
@@ -52,23 +42,9 @@ func TestUDPConnTxTimestampLoopback(t *testing.T) {
 func TestProbeKernelStampsLoopback(t *testing.T) {
 	src := NewMonotonicSource()
 	slaveClock := NewSimClock(src, SimConfig{Offset: -80 * time.Millisecond})
-	mc, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Close()
-	sc, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	mc, sc := loopbackPair(t)
 	client := NewProbeClient(mc, NewSimClock(src, SimConfig{}), "master", ProbeConfig{MinReplies: 3, Replies: 3})
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = Serve(ctx, mc, client, nil, nil) }()
-	go func() { defer wg.Done(); _ = Serve(ctx, sc, nil, NewProbeResponder(slaveClock, "slave"), nil) }()
-	defer func() { cancel(); wg.Wait() }()
+	ctx := serveProbes(t, mc, sc, client, NewProbeResponder(slaveClock, "slave"))
 
 	m, err := client.Measure(ctx, sc.LocalAddr())
 	if err != nil {

@@ -141,24 +141,9 @@ func TestProbeLoopbackUDP(t *testing.T) {
 	masterClock := NewSimClock(src, SimConfig{})
 	slaveClock := NewSimClock(src, SimConfig{Offset: 350 * time.Millisecond})
 
-	mc, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Close()
-	sc, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	mc, sc := loopbackPair(t)
 	client := NewProbeClient(mc, masterClock, "master", ProbeConfig{Replies: 5})
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = Serve(ctx, mc, client, nil, nil) }()
-	go func() { defer wg.Done(); _ = Serve(ctx, sc, nil, NewProbeResponder(slaveClock, "slave"), nil) }()
-	defer func() { cancel(); wg.Wait() }()
+	ctx := serveProbes(t, mc, sc, client, NewProbeResponder(slaveClock, "slave"))
 
 	m, err := client.Measure(ctx, sc.LocalAddr())
 	if err != nil {
@@ -253,4 +238,32 @@ func BenchmarkMeasureAll500(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/round")
 	b.Logf("500 slaves measured in %.0f ms per round (anchor: well under 1000 ms)", float64(b.Elapsed().Milliseconds())/float64(b.N))
+}
+
+// loopbackPair is two probe connections on loopback, closed when the test
+// ends.
+func loopbackPair(tb testing.TB) (*UDPConn, *UDPConn) {
+	tb.Helper()
+	var conns [2]*UDPConn
+	for i := range conns {
+		c, err := ListenUDP("127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	return conns[0], conns[1]
+}
+
+// serveProbes runs client's loop on mc and responder's on sc until the
+// test ends (before the connections close), and returns their context.
+func serveProbes(tb testing.TB, mc, sc *UDPConn, client *ProbeClient, responder *ProbeResponder) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = Serve(ctx, mc, client, nil, nil) }()
+	go func() { defer wg.Done(); _ = Serve(ctx, sc, nil, responder, nil) }()
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	return ctx
 }
