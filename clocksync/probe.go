@@ -419,13 +419,20 @@ func NewProbeResponder(clock Clock, name string) *ProbeResponder {
 // A format-2 probe gets a format-2 reply with the kernel's send time of
 // the last reply to the same client, if Answer learnt it.
 func (r *ProbeResponder) Reply(d Datagram) (tsp.ExtPacket, error) {
+	rep, _, err := r.reply(d)
+	return rep, err
+}
+
+// reply is Reply, also returning the reply's payload, which Answer needs
+// (its t3 and format) without decoding what was just encoded.
+func (r *ProbeResponder) reply(d Datagram) (tsp.ExtPacket, ProbePayload, error) {
 	t2 := d.arrival(r.clock, r.realNow)
 	if d.Packet.Kind != tsp.ExtProbe {
-		return tsp.ExtPacket{}, fmt.Errorf("%w: %v is not a probe", ErrProbePayload, d.Packet.Kind)
+		return tsp.ExtPacket{}, ProbePayload{}, fmt.Errorf("%w: %v is not a probe", ErrProbePayload, d.Packet.Kind)
 	}
 	req, err := UnmarshalProbe(d.Packet.Payload)
 	if err != nil {
-		return tsp.ExtPacket{}, err
+		return tsp.ExtPacket{}, ProbePayload{}, err
 	}
 	pl := ProbePayload{Format: 1, T1: req.T1, T2: t2.UnixNano()}
 	if req.Format >= probeFormat2 {
@@ -438,18 +445,17 @@ func (r *ProbeResponder) Reply(d Datagram) (tsp.ExtPacket, error) {
 		}
 	}
 	pl.T3 = r.clock.Now().UnixNano()
-	return tsp.ExtPacket{Kind: tsp.ExtProbeReply, Seq: d.Packet.Seq, Name: r.name, Payload: pl.Marshal()}, nil
+	return tsp.ExtPacket{Kind: tsp.ExtProbeReply, Seq: d.Packet.Seq, Name: r.name, Payload: pl.Marshal()}, pl, nil
 }
 
 // Answer replies to the probe d through send, and remembers the kernel's
 // send time of the reply, if send tells it, for the next reply to the
 // same client.
 func (r *ProbeResponder) Answer(d Datagram, send PacketSender) error {
-	rep, err := r.Reply(d)
+	rep, pl, err := r.reply(d)
 	if err != nil {
 		return err
 	}
-	pl, _ := UnmarshalProbe(rep.Payload) // just encoded
 	t3, kernel, err := sendStamped(send, r.clock, r.realNow, rep, d.From, time.Unix(0, pl.T3))
 	if err != nil {
 		return err
