@@ -121,7 +121,6 @@ func (u *UDPConn) ReadExt(ctx context.Context) (Datagram, error) {
 			}
 			return Datagram{}, err
 		}
-		now := time.Now()
 		b := buf[:n]
 		if !tsp.IsExt(b) {
 			continue
@@ -135,11 +134,8 @@ func (u *UDPConn) ReadExt(ctx context.Context) (Datagram, error) {
 		}
 		d := Datagram{Packet: p, From: from}
 		if u.stamped {
-			if at, ok := sockopt.RxTimestamp(oob[:oobn]); ok {
-				if w := now.Sub(at); w > 0 && w < maxArrivalAge {
-					d.At = at
-				}
-			}
+			// Datagram.arrival judges the stamp's age where it is used.
+			d.At, _ = sockopt.RxTimestamp(oob[:oobn])
 		}
 		return d, nil
 	}
