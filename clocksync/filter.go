@@ -159,12 +159,7 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 		}
 		return Measurement{Sent: sent}, ErrNoReply
 	}
-	best := time.Duration(-1)
-	for _, x := range s.samples {
-		if x.Valid() && (best < 0 || x.RTT() < best) {
-			best = x.RTT()
-		}
-	}
+	best := s.best
 	floor := best
 	if s.Floor > 0 {
 		floor = min(floor, s.Floor)
