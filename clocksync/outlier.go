@@ -91,11 +91,12 @@ func (h *RTTHistory) observe(host string, rtt time.Duration) (time.Duration, int
 	e.min[e.next] = rtt
 	e.next = (e.next + 1) % RTTRounds
 	e.n = min(e.n+1, RTTRounds)
-	least := rtt
-	for _, r := range e.min[:e.n] {
-		least = min(least, r)
-	}
-	return least, e.n
+	return e.least(), e.n
+}
+
+// least is the least RTT of the rounds held (e.n ≥ 1).
+func (e *rttEntry) least() time.Duration {
+	return slices.Min(e.min[:e.n])
 }
 
 // Floor is the least RTT of host's remembered rounds, 0 if none: the
@@ -108,11 +109,7 @@ func (h *RTTHistory) Floor(host string) time.Duration {
 	if e == nil || e.n == 0 {
 		return 0
 	}
-	least := e.min[0]
-	for _, r := range e.min[:e.n] {
-		least = min(least, r)
-	}
-	return least
+	return e.least()
 }
 
 // evict drops the host observed least recently. Called with mu held, and
