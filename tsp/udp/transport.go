@@ -126,10 +126,13 @@ type Transport struct {
 	verifier  *auth.Verifier
 	saverDone chan struct{} // closed when the auth state saver has exited
 	// sendMu makes signing and writing one step: a datagram signed first
-	// is written first, so its counter reaches the receiver first. It
-	// also serialises stamped writes, so that the first transmit stamp
-	// after one is its own.
+	// is written first, so its counter reaches the receiver first.
 	sendMu sync.Mutex
+	// stampMu serialises stamped writes with the reading of their stamp,
+	// so that the first transmit stamp after one is its own. Only those
+	// writes ask for a stamp, so the others need not wait for it: a
+	// stamp can take up to the stamper's wait to come.
+	stampMu sync.Mutex
 	rcvbuf int // receive buffer granted, bytes (0: unknown)
 	// tx reads transmit timestamps from the socket's error queue; nil
 	// when the kernel gives none.
@@ -434,17 +437,17 @@ func (t *Transport) SendExtStamped(e *tsp.ExtPacket, to netip.AddrPort) (time.Ti
 		return time.Time{}, false, t.send(b, to, 0, &t.stats.sentExt[e.Kind])
 	}
 	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
-	var at time.Time
-	var ok bool
-	t.sendMu.Lock()
-	d, err := t.sign(b)
-	if err == nil {
-		at, ok, err = t.tx.Write(func(oob []byte) error {
-			_, _, err := t.conn.WriteMsgUDPAddrPort(d, oob, to)
-			return err
-		})
-	}
-	t.sendMu.Unlock()
+	t.stampMu.Lock()
+	at, ok, err := t.tx.Write(func(oob []byte) error {
+		t.sendMu.Lock()
+		defer t.sendMu.Unlock()
+		d, err := t.sign(b)
+		if err == nil {
+			_, _, err = t.conn.WriteMsgUDPAddrPort(d, oob, to)
+		}
+		return err
+	})
+	t.stampMu.Unlock()
 	return at, ok, t.sent(to, err, &t.stats.sentExt[e.Kind])
 }
 
@@ -576,8 +579,8 @@ func (t *Transport) readLoop() {
 			continue
 		}
 		backoff = 0
-		if n, ok := rxqOverflow(oob[:oobn]); ok {
-			t.stats.kernelDrops.Store(uint64(n))
+		if drops, ok := rxqOverflow(oob[:oobn]); ok {
+			t.stats.kernelDrops.Store(uint64(drops))
 		}
 		t.receive(buf[:n], oob[:oobn], flags&unix.MSG_TRUNC != 0, from, now)
 		if t.onDatagram != nil {
