@@ -46,6 +46,9 @@ type TxStamper struct {
 	rc     syscall.RawConn
 	misses int
 	writes int
+	// The error-queue read's buffers, reused: Write is serialised.
+	data [64]byte
+	oob  [256]byte
 }
 
 const (
@@ -74,7 +77,7 @@ func (s *TxStamper) Write(write func(oob []byte) error) (time.Time, bool, error)
 	if err := write(txCmsg); err != nil {
 		return time.Time{}, false, err
 	}
-	at, ok := readTxTimestamp(s.rc, before, txWait)
+	at, ok := s.readTxTimestamp(before, txWait)
 	if ok {
 		s.misses = 0
 	} else {
@@ -104,16 +107,15 @@ const txPoll = time.Millisecond
 // Older stamps found on the way (of writes whose reader gave up) are
 // dropped. The caller serialises stamped writes on the socket, so the
 // first stamp not before since is its own.
-func readTxTimestamp(rc syscall.RawConn, since time.Time, wait time.Duration) (time.Time, bool) {
+func (s *TxStamper) readTxTimestamp(since time.Time, wait time.Duration) (time.Time, bool) {
+	rc, data, oob := s.rc, s.data[:], s.oob[:]
 	deadline := time.Now().Add(wait)
-	var data [64]byte
-	oob := make([]byte, 256)
 	for {
 		var at time.Time
 		found, empty := false, false
 		err := rc.Control(func(fd uintptr) {
 			for !found && !empty {
-				_, oobn, _, _, err := unix.Recvmsg(int(fd), data[:], oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+				_, oobn, _, _, err := unix.Recvmsg(int(fd), data, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 				switch {
 				case errors.Is(err, unix.EINTR):
 				case err != nil:
