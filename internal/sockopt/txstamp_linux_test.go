@@ -34,11 +34,9 @@ func loopbackPair(t *testing.T) (tx, rx *net.UDPConn) {
 	return tx, rx
 }
 
-// Each stamped write on loopback gets its own transmit timestamp: between
-// the clock readings around the write, and in order.
-func TestTxStamperLoopback(t *testing.T) {
-	tx, rx := loopbackPair(t)
-	rc, err := tx.SyscallConn()
+func newStamper(t *testing.T, c *net.UDPConn) *TxStamper {
+	t.Helper()
+	rc, err := c.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +44,14 @@ func TestTxStamperLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// Each stamped write on loopback gets its own transmit timestamp: between
+// the clock readings around the write, and in order.
+func TestTxStamperLoopback(t *testing.T) {
+	tx, rx := loopbackPair(t)
+	s := newStamper(t, tx)
 	to := rx.LocalAddr().(*net.UDPAddr).AddrPort()
 	var last time.Time
 	for i := range 20 {
@@ -69,14 +75,7 @@ func TestTxStamperLoopback(t *testing.T) {
 // asking after maxTxMisses, and asks again every txRetryEvery-th write.
 func TestTxStamperGivesUp(t *testing.T) {
 	tx, _ := loopbackPair(t)
-	rc, err := tx.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewTxStamper(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStamper(t, tx)
 	asked := 0
 	for range 2 * txRetryEvery {
 		_, ok, err := s.Write(func(oob []byte) error {
