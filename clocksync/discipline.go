@@ -178,10 +178,11 @@ func (d *Discipline) Observe(at time.Time, corr time.Duration) (ppm float64, cha
 	}
 	d.n++
 	prior := d.cfg.PriorPPM
-	trust := func(span, noise float64) float64 {
-		sigma := 2 * noise / span * 1e6
-		return prior * prior / (prior*prior + sigma*sigma)
-	}
+	// sigma is the error of a mean rate over span seconds, in ppm, from
+	// phase errors of noise seconds at its ends; trust its weight
+	// against the prior.
+	sigma := func(span, noise float64) float64 { return 2 * noise / span * 1e6 }
+	trust := func(sigma float64) float64 { return prior * prior / (prior*prior + sigma*sigma) }
 	// An interval that began with a step (or SETTIME) is read against a
 	// phase whose error nobody measured, the one-way delay of a SETTIME
 	// or the error of the measurement stepped to: it enters the mean
@@ -190,12 +191,12 @@ func (d *Discipline) Observe(at time.Time, corr time.Duration) (ppm float64, cha
 	// long after the later corrections have shown the clock's rate.
 	in := secs
 	if stepped {
-		in *= trust(secs, d.cfg.PhaseError.Seconds())
+		in *= trust(sigma(secs, d.cfg.PhaseError.Seconds()))
 	}
 	d.span = math.Min(d.span+in, d.cfg.Horizon.Seconds())
 	d.mean += in / math.Max(d.span, in) * (rate - d.mean)
-	sigmaT := 2 * math.Exp(d.logNoise) / d.span * 1e6
-	w := trust(d.span, math.Exp(d.logNoise))
+	sigmaT := sigma(d.span, math.Exp(d.logNoise))
+	w := trust(sigmaT)
 	target := d.initial + w*(d.mean-d.initial)
 	// How far the setting may move: the wander, three standard errors of
 	// the mean, and what was still unknown before this estimate (1 − w of
