@@ -133,7 +133,7 @@ type Transport struct {
 	// writes ask for a stamp, so the others need not wait for it: a
 	// stamp can take up to the stamper's wait to come.
 	stampMu sync.Mutex
-	rcvbuf int // receive buffer granted, bytes (0: unknown)
+	rcvbuf  int // receive buffer granted, bytes (0: unknown)
 	// tx reads transmit timestamps from the socket's error queue; nil
 	// when the kernel gives none.
 	tx *sockopt.TxStamper
