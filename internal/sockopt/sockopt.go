@@ -41,17 +41,29 @@ func Enable(rc syscall.RawConn, opt int) error {
 // control messages, if there is one. Its data is a struct timespec: two
 // native longs (two int32 on 32-bit platforms).
 func RxTimestamp(oob []byte) (time.Time, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_TIMESTAMPNS {
-			continue
-		}
-		return timespec(m.Data)
+	if d, ok := ControlMessage(oob, unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS); ok {
+		return timespec(d)
 	}
 	return time.Time{}, false
+}
+
+// ControlMessage returns the data of the first control message of level
+// and typ among oob's, without allocating: it runs on every datagram
+// received, a flood included. Malformed control messages end the search.
+func ControlMessage(oob []byte, level, typ int32) ([]byte, bool) {
+	// ParseOneSocketControlMessage reads a whole header without checking
+	// that b holds one.
+	for len(oob) >= unix.SizeofCmsghdr {
+		h, data, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			return nil, false
+		}
+		if h.Level == level && h.Type == typ {
+			return data, true
+		}
+		oob = rest
+	}
+	return nil, false
 }
 
 // timespec decodes the first struct timespec of d: two native longs.

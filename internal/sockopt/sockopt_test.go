@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,5 +58,39 @@ func TestRxTimestampLoopback(t *testing.T) {
 	}
 	if d := at.Sub(before); d < -time.Second || d > 10*time.Second {
 		t.Errorf("timestamp %v is %v after the send", at, d)
+	}
+}
+
+func cmsg(level, typ int32, data []byte) []byte {
+	b := make([]byte, unix.CmsgSpace(len(data)))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = level, typ
+	h.SetLen(unix.CmsgLen(len(data)))
+	copy(b[unix.CmsgLen(0):], data)
+	return b
+}
+
+// ControlMessage finds a message after others, and stops at a partial
+// header (which it must not read past) or a length beyond the buffer.
+func TestControlMessage(t *testing.T) {
+	first := cmsg(unix.SOL_SOCKET, unix.SO_RXQ_OVFL, []byte{7, 0, 0, 0})
+	second := cmsg(unix.SOL_IP, unix.IP_PKTINFO, make([]byte, 12))
+	oob := append(append([]byte(nil), first...), second...)
+	if d, ok := ControlMessage(oob, unix.SOL_IP, unix.IP_PKTINFO); !ok || len(d) != 12 {
+		t.Fatalf("second message: %v, %d bytes", ok, len(d))
+	}
+	if d, ok := ControlMessage(oob, unix.SOL_SOCKET, unix.SO_RXQ_OVFL); !ok || d[0] != 7 {
+		t.Fatalf("first message: %v, %v", ok, d)
+	}
+	if _, ok := ControlMessage(oob, unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS); ok {
+		t.Fatal("found a message not there")
+	}
+	for n := 1; n < unix.SizeofCmsghdr; n++ {
+		if _, ok := ControlMessage(append(first[:len(first):len(first)], second[:n]...), unix.SOL_IP, unix.IP_PKTINFO); ok {
+			t.Fatalf("found a message in a %d-byte partial header", n)
+		}
+	}
+	if _, ok := ControlMessage(second[:unix.CmsgLen(12)-1], unix.SOL_IP, unix.IP_PKTINFO); ok {
+		t.Fatal("found a message longer than the buffer")
 	}
 }

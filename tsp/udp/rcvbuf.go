@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/timed-project/timed/internal/sockopt"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,14 +48,8 @@ func sizeReceiveBuffer(rc syscall.RawConn, want int) (granted int, forced bool, 
 // messages: how many datagrams the kernel has dropped on this socket, for
 // a full receive buffer, since it was opened.
 func rxqOverflow(oob []byte) (uint32, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_RXQ_OVFL && len(m.Data) >= 4 {
-			return binary.NativeEndian.Uint32(m.Data), true
-		}
+	if d, ok := sockopt.ControlMessage(oob, unix.SOL_SOCKET, unix.SO_RXQ_OVFL); ok && len(d) >= 4 {
+		return binary.NativeEndian.Uint32(d), true
 	}
 	return 0, false
 }
