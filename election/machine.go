@@ -51,10 +51,11 @@ type Machine struct {
 
 	// Start-up and Consistency.
 	probeSeq  uint16
-	sawOther  bool
-	coldDrawn bool                // the cold-start timer runs its drawn delay
-	starting  map[string]struct{} // daemons seen probing or electing (bounded: maxStarting)
-	first     Peer
+	coldDrawn bool // the cold-start timer runs its drawn delay
+	// starting: the addresses seen probing or electing since our probe
+	// (bounded: maxStarting); any at all is FreeBSD's "other daemons seen".
+	starting map[netip.AddrPort]struct{}
+	first    Peer
 
 	// Accept.
 	candidate Peer
@@ -130,7 +131,6 @@ func (m *Machine) reset() {
 	m.haveMaster = false
 	m.adjSeen, m.setSeen = false, false
 	m.backoff = 1
-	m.sawOther = false
 	m.starting = nil
 	m.resolveSeqs = nil
 	m.quitSent = nil
@@ -327,7 +327,6 @@ func sortedTimers(t map[TimerID]time.Time) []TimerID {
 
 // probe broadcasts MASTERREQ (reliable: waits for MASTERACK).
 func (m *Machine) probe() {
-	m.sawOther = false
 	m.starting = nil
 	m.probeSeq = m.nextSeq()
 	m.send(&outgoing{
@@ -341,7 +340,7 @@ func (m *Machine) probeFailed() {
 		return
 	}
 	switch {
-	case m.sawOther:
+	case len(m.starting) > 0:
 		// FreeBSD: another daemon is probing or electing: stay a slave and
 		// let the election timers decide.
 		m.become(Slave, "no MASTERACK, other daemons seen")
@@ -427,28 +426,32 @@ func (m *Machine) armElection() {
 	m.setTimer(TimerElection, d)
 }
 
-// maxStarting bounds the names a starting daemon counts (sawStarting):
-// packets under ever new names must not grow the table, and beyond it the
-// cold start's range is at ElectionMin anyway with BSD's timers.
+// maxStarting bounds the addresses a starting daemon counts
+// (sawStarting): packets from ever new addresses must not grow the table,
+// and beyond it the cold start's range is at ElectionMin anyway with BSD's
+// timers.
 const maxStarting = 1024
 
-func (m *Machine) sawStarting(name string) {
+// sawStarting counts the sender of a MASTERREQ or ELECTION seen while
+// starting, by its address: one sender under many names (an outsider's
+// made-up ones) counts once, so that it cannot stretch the cold start's
+// draw to ElectionMin.
+func (m *Machine) sawStarting(from netip.AddrPort) {
 	if m.starting == nil {
-		m.starting = map[string]struct{}{}
+		m.starting = map[netip.AddrPort]struct{}{}
 	}
 	if len(m.starting) < maxStarting {
-		m.starting[name] = struct{}{}
+		m.starting[from] = struct{}{}
 	}
 }
 
-// armColdStart counts the daemon seen starting and starts the cold start
-// (Config.ColdStartDelay) the first time a starting daemon sees another.
-// It runs in two steps on one timer: first Retransmit[0], in which a live
-// master answers our probe (its MASTERACK cancels the timer, and nothing
-// was drawn) and the MASTERREQs of the daemons started with us come in;
-// then a uniform draw from [0,
-// ColdStartDelay·k], k the daemons seen starting, this one included (at
-// most ElectionMin). Of k draws the first falls at about ColdStartDelay
+// armColdStart starts the cold start (Config.ColdStartDelay) the first
+// time a starting daemon sees another. It runs in two steps on one timer:
+// first Retransmit[0], in which a live master answers our probe (its
+// MASTERACK cancels the timer, and nothing was drawn) and the MASTERREQs
+// of the daemons started with us come in; then a uniform draw from [0,
+// ColdStartDelay·k], k the daemons seen starting (sawStarting), this one
+// included (at most ElectionMin). Of k draws the first falls at about ColdStartDelay
 // whatever k, and another falls within a latency δ of it with
 // probability about δ/ColdStartDelay: the others follow its MASTERUP.
 //
@@ -456,11 +459,10 @@ func (m *Machine) sawStarting(name string) {
 // ACCEPT, and the candidate follows our MASTERUP if we are first; waiting
 // for the candidate instead would leave the network without a master for
 // an election timer whenever two candidates collide.
-func (m *Machine) armColdStart(seen string) {
+func (m *Machine) armColdStart() {
 	if m.cfg.ColdStartDelay <= 0 || !m.cfg.MayBeMaster || m.haveMaster {
 		return
 	}
-	m.sawStarting(seen)
 	if _, ok := m.timers[TimerColdStart]; ok {
 		return
 	}
@@ -702,8 +704,8 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 			m.suppress(peer)
 		}
 	case tsp.MasterReq, tsp.Election:
-		m.sawOther = true
-		m.armColdStart(p.Name)
+		m.sawStarting(peer.Addr)
+		m.armColdStart()
 	case tsp.AdjTime, tsp.SetTime:
 		// No master is followed yet, so no correction is taken: the
 		// probe's MASTERACK names the master, from its own address.
