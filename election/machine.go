@@ -51,11 +51,10 @@ type Machine struct {
 
 	// Start-up and Consistency.
 	probeSeq  uint16
-	coldDrawn bool // the cold-start timer runs its drawn delay
-	// starting: the addresses seen probing or electing since our probe
-	// (bounded: maxStarting); any at all is FreeBSD's "other daemons seen".
-	starting map[netip.AddrPort]struct{}
-	first    Peer
+	sawOther  bool
+	coldDrawn bool                        // the cold-start timer runs its drawn delay
+	starting  map[netip.AddrPort]struct{} // daemons seen probing or electing, by address (bounded: maxStarting)
+	first     Peer
 
 	// Accept.
 	candidate Peer
@@ -131,6 +130,7 @@ func (m *Machine) reset() {
 	m.haveMaster = false
 	m.adjSeen, m.setSeen = false, false
 	m.backoff = 1
+	m.sawOther = false
 	m.starting = nil
 	m.resolveSeqs = nil
 	m.quitSent = nil
@@ -327,6 +327,7 @@ func sortedTimers(t map[TimerID]time.Time) []TimerID {
 
 // probe broadcasts MASTERREQ (reliable: waits for MASTERACK).
 func (m *Machine) probe() {
+	m.sawOther = false
 	m.starting = nil
 	m.probeSeq = m.nextSeq()
 	m.send(&outgoing{
@@ -340,7 +341,7 @@ func (m *Machine) probeFailed() {
 		return
 	}
 	switch {
-	case len(m.starting) > 0:
+	case m.sawOther:
 		// FreeBSD: another daemon is probing or electing: stay a slave and
 		// let the election timers decide.
 		m.become(Slave, "no MASTERACK, other daemons seen")
@@ -445,24 +446,26 @@ func (m *Machine) sawStarting(from netip.AddrPort) {
 	}
 }
 
-// armColdStart starts the cold start (Config.ColdStartDelay) the first
-// time a starting daemon sees another. It runs in two steps on one timer:
-// first Retransmit[0], in which a live master answers our probe (its
-// MASTERACK cancels the timer, and nothing was drawn) and the MASTERREQs
-// of the daemons started with us come in; then a uniform draw from [0,
-// ColdStartDelay·k], k the daemons seen starting (sawStarting), this one
-// included (at most ElectionMin). Of k draws the first falls at about ColdStartDelay
-// whatever k, and another falls within a latency δ of it with
-// probability about δ/ColdStartDelay: the others follow its MASTERUP.
+// armColdStart counts the daemon seen starting (sawStarting) and starts
+// the cold start (Config.ColdStartDelay) the first time a starting daemon
+// sees another. It runs in two steps on one timer: first Retransmit[0],
+// in which a live master answers our probe (its MASTERACK cancels the
+// timer, and nothing was drawn) and the MASTERREQs of the daemons started
+// with us come in; then a uniform draw from [0, ColdStartDelay·k], k the
+// daemons seen starting, this one included (at most ElectionMin). Of k
+// draws the first falls at about ColdStartDelay whatever k, and another
+// falls within a latency δ of it with probability about δ/ColdStartDelay:
+// the others follow its MASTERUP.
 //
 // An ELECTION seen meanwhile does not stop it: a starting daemon does not
 // ACCEPT, and the candidate follows our MASTERUP if we are first; waiting
 // for the candidate instead would leave the network without a master for
 // an election timer whenever two candidates collide.
-func (m *Machine) armColdStart() {
+func (m *Machine) armColdStart(from netip.AddrPort) {
 	if m.cfg.ColdStartDelay <= 0 || !m.cfg.MayBeMaster || m.haveMaster {
 		return
 	}
+	m.sawStarting(from)
 	if _, ok := m.timers[TimerColdStart]; ok {
 		return
 	}
@@ -704,8 +707,8 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 			m.suppress(peer)
 		}
 	case tsp.MasterReq, tsp.Election:
-		m.sawStarting(peer.Addr)
-		m.armColdStart()
+		m.sawOther = true
+		m.armColdStart(peer.Addr)
 	case tsp.AdjTime, tsp.SetTime:
 		// No master is followed yet, so no correction is taken: the
 		// probe's MASTERACK names the master, from its own address.
