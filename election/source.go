@@ -189,10 +189,7 @@ func (h *Host) sweepTold(i int) {
 // source is not known yet answers nothing: the asker's LOOPs will tell).
 func (h *Host) sourceQuery(i int, e SourceQuery) {
 	n := h.nets[i]
-	if !h.masters(i) || !n.m.Trusted(e.From) {
-		return
-	}
-	if n.cfg.Addr.IsValid() && e.From.Addr().Unmap() == n.cfg.Addr.Addr().Unmap() {
+	if !h.masters(i) || !n.m.Trusted(e.From) || n.fromSelf(e.From) {
 		return
 	}
 	src, hops, ok := h.served()
