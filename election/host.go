@@ -30,8 +30,7 @@ type Host struct {
 	nets  []*hostNet
 	rng   *rand.Rand
 	now   time.Time
-	slave int    // the slavenet, or -1
-	seq   uint16 // of the latest AskSource
+	slave int // the slavenet, or -1
 
 	out      []NetAction
 	silenced map[int]bool // networks ignored or taken over during this step

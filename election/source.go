@@ -107,9 +107,11 @@ func (h *Host) ask(i int, p Peer) {
 	if len(n.asked) >= maxAsked {
 		return // the LOOPs will tell
 	}
-	h.seq++
-	n.asked[p.Addr] = askedSource{seq: h.seq, at: h.now}
-	h.emit(i, AskSource{To: p, Seq: h.seq})
+	// The network's machine's sequence, which starts at random (BSD): a
+	// blind forger of the answer, from the master's address, must guess it.
+	seq := n.m.nextSeq()
+	n.asked[p.Addr] = askedSource{seq: seq, at: h.now}
+	h.emit(i, AskSource{To: p, Seq: seq})
 }
 
 // askSources asks what a decision about network j, whose master is q,
