@@ -244,7 +244,13 @@ func TestHostSourceEventsHostile(t *testing.T) {
 			case 1:
 				ev = Recv{Packet: tsp.Packet{Type: tsp.Loop, Version: tsp.Version, HopCount: uint8(r.IntN(LoopHops + 3)), Name: names[r.IntN(2)]}, From: from}
 			default:
-				ev = SourceAnswer{From: from, Seq: uint16(r.IntN(4)), Source: names[r.IntN(len(names))], Hops: r.IntN(LoopHops+4) - 2}
+				// Half the answers carry the seq asked of their sender, if
+				// any: the numbers are the machine's, not small ones.
+				seq := uint16(r.IntN(4))
+				if a, ok := hh.h.nets[net].asked[from]; ok && r.IntN(2) == 0 {
+					seq = a.seq
+				}
+				ev = SourceAnswer{From: from, Seq: seq, Source: names[r.IntN(len(names))], Hops: r.IntN(LoopHops+4) - 2}
 			}
 			for _, a := range hh.step(net, ev) {
 				if tell, ok := a.Action.(TellSource); ok && (tell.To != from || !tsp.ValidName(tell.Source) || tell.Source == "" || tell.Hops < 0 || tell.Hops >= LoopHops) {
