@@ -308,6 +308,17 @@ func (r *reader) list(key, accepted string) []string {
 	return list(raw)
 }
 
+// integer is key's value as an integer from lo to hi; anything else is
+// an error.
+func (r *reader) integer(key string, lo, hi int) int {
+	raw := r.v.Get(key)
+	n, err := cast.ToIntE(raw)
+	if err != nil || n < lo || n > hi {
+		r.bad(key, show(raw), fmt.Sprintf("an integer from %d to %d", lo, hi), nil)
+	}
+	return n
+}
+
 func (r *reader) boolean(key string) bool {
 	raw := r.v.Get(key)
 	b, err := cast.ToBoolE(raw)
@@ -362,11 +373,7 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Trace = r.boolean("trace")
 	c.Debug = r.boolean("debug")
 
-	port, err := cast.ToIntE(v.Get("port"))
-	if err != nil || port < 1 || port > 65535 {
-		bad("port", show(v.Get("port")), "an integer from 1 to 65535", nil)
-	}
-	c.Port = port
+	c.Port = r.integer("port", 1, 65535)
 	c.Hostname = r.scalar("hostname", "a host name of at most 255 bytes")
 	if len(c.Hostname) > 255 {
 		bad("hostname", c.Hostname, "at most 255 bytes", nil)
@@ -404,11 +411,7 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 			bad("metrics-listen", c.MetricsListen, "host:port (host may be empty)", err)
 		}
 	}
-	count, err := cast.ToIntE(v.Get("makestep-count"))
-	if err != nil || count < 0 || count > MaxMakeStepCount {
-		bad("makestep-count", show(v.Get("makestep-count")), fmt.Sprintf("an integer from 0 to %d", MaxMakeStepCount), nil)
-	}
-	c.Sync.MakeStepCount = count
+	c.Sync.MakeStepCount = r.integer("makestep-count", 0, MaxMakeStepCount)
 	c.Sync.FrequencyDiscipline = r.boolean("frequency-discipline")
 	c.Sync.DriftFile = r.scalar("drift-file", "a path")
 	c.Auth = authSettings(r)

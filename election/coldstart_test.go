@@ -3,6 +3,7 @@ package election
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -149,17 +150,18 @@ func TestColdStartOff(t *testing.T) {
 	}
 }
 
-// MASTERREQs under ever new names neither grow the count beyond its bound
-// nor stretch the draw beyond ElectionMin.
+// MASTERREQs from ever new addresses neither grow the count beyond its
+// bound nor stretch the draw beyond ElectionMin.
 func TestColdStartBounded(t *testing.T) {
 	cfg := coldCfg(50 * time.Millisecond)
 	h := newHarness(t, cfg)
 	h.step(Start{})
 	for i := range 3 * maxStarting {
-		h.recv(tsp.MasterReq, uint16(i), fmt.Sprintf("x%d", i), addr(2))
+		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 525)
+		h.recv(tsp.MasterReq, uint16(i), fmt.Sprintf("x%d", i), from)
 	}
 	if len(h.m.starting) > maxStarting {
-		t.Fatalf("%d names kept, bound %d", len(h.m.starting), maxStarting)
+		t.Fatalf("%d addresses kept, bound %d", len(h.m.starting), maxStarting)
 	}
 	h.fire(TimerColdStart)
 	if d := h.timers[TimerColdStart].Sub(h.now); d > cfg.ElectionMin {
@@ -194,5 +196,24 @@ func TestColdStartDelayRangeNamed(t *testing.T) {
 	err := c.Validate()
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "ColdStartDelay is 6m1s, must be in [0, ElectionMin=6m0s]") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// The daemons seen starting are counted by address: one sender under a
+// thousand names (an outsider's MASTERREQs) counts once, and the draw
+// stays within [0, 2·ColdStartDelay] instead of reaching ElectionMin.
+func TestColdStartCountsAddresses(t *testing.T) {
+	cfg := coldCfg(50 * time.Millisecond)
+	h := newHarness(t, cfg)
+	h.step(Start{})
+	for i := range 1000 {
+		h.recv(tsp.MasterReq, uint16(i), fmt.Sprintf("x%d", i), addr(2))
+	}
+	if len(h.m.starting) != 1 {
+		t.Fatalf("%d senders counted, want 1", len(h.m.starting))
+	}
+	h.fire(TimerColdStart)
+	if d := h.timers[TimerColdStart].Sub(h.now); d < 0 || d > 2*cfg.ColdStartDelay {
+		t.Fatalf("drawn delay %v, want in [0, %v]", d, 2*cfg.ColdStartDelay)
 	}
 }

@@ -30,8 +30,7 @@ type Host struct {
 	nets  []*hostNet
 	rng   *rand.Rand
 	now   time.Time
-	slave int    // the slavenet, or -1
-	seq   uint16 // of the latest AskSource
+	slave int // the slavenet, or -1
 
 	out      []NetAction
 	silenced map[int]bool // networks ignored or taken over during this step
@@ -372,6 +371,12 @@ func (c Config) loopWindow() time.Duration { return c.SyncInterval * 5 / 2 }
 // after its tree changed, the origins it no longer forwards.
 func (c Config) rootWindow() time.Duration { return c.SyncInterval * 3 / 2 }
 
+// fromSelf reports whether from is this host's own address on the
+// network (unknown in peers mode, where daemons share one).
+func (n *hostNet) fromSelf(from netip.AddrPort) bool {
+	return n.cfg.Addr.IsValid() && from.Addr().Unmap() == n.cfg.Addr.Addr().Unmap()
+}
+
 // heardLoop records a LOOP heard on network i, forwards it if it came from
 // the slavenet's master, and breaks the cycle when it carries our own name
 // from there. It reports whether the packet was consumed (the machine must
@@ -379,7 +384,7 @@ func (c Config) rootWindow() time.Duration { return c.SyncInterval * 3 / 2 }
 func (h *Host) heardLoop(i int, e Recv) bool {
 	n := h.nets[i]
 	p := e.Packet
-	if n.cfg.Addr.IsValid() && e.From.Addr().Unmap() == n.cfg.Addr.Addr().Unmap() {
+	if n.fromSelf(e.From) {
 		return true // our own broadcast, back from the network
 	}
 	if !n.m.Trusted(e.From) {

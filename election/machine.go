@@ -52,8 +52,8 @@ type Machine struct {
 	// Start-up and Consistency.
 	probeSeq  uint16
 	sawOther  bool
-	coldDrawn bool                // the cold-start timer runs its drawn delay
-	starting  map[string]struct{} // daemons seen probing or electing (bounded: maxStarting)
+	coldDrawn bool                        // the cold-start timer runs its drawn delay
+	starting  map[netip.AddrPort]struct{} // daemons seen probing or electing, by address (bounded: maxStarting)
 	first     Peer
 
 	// Accept.
@@ -427,40 +427,45 @@ func (m *Machine) armElection() {
 	m.setTimer(TimerElection, d)
 }
 
-// maxStarting bounds the names a starting daemon counts (sawStarting):
-// packets under ever new names must not grow the table, and beyond it the
-// cold start's range is at ElectionMin anyway with BSD's timers.
+// maxStarting bounds the addresses a starting daemon counts
+// (sawStarting): packets from ever new addresses must not grow the table,
+// and beyond it the cold start's range is at ElectionMin anyway with BSD's
+// timers.
 const maxStarting = 1024
 
-func (m *Machine) sawStarting(name string) {
+// sawStarting counts the sender of a MASTERREQ or ELECTION seen while
+// starting, by its address: one sender under many names (an outsider's
+// made-up ones) counts once, so that it cannot stretch the cold start's
+// draw to ElectionMin.
+func (m *Machine) sawStarting(from netip.AddrPort) {
 	if m.starting == nil {
-		m.starting = map[string]struct{}{}
+		m.starting = map[netip.AddrPort]struct{}{}
 	}
 	if len(m.starting) < maxStarting {
-		m.starting[name] = struct{}{}
+		m.starting[from] = struct{}{}
 	}
 }
 
-// armColdStart counts the daemon seen starting and starts the cold start
-// (Config.ColdStartDelay) the first time a starting daemon sees another.
-// It runs in two steps on one timer: first Retransmit[0], in which a live
-// master answers our probe (its MASTERACK cancels the timer, and nothing
-// was drawn) and the MASTERREQs of the daemons started with us come in;
-// then a uniform draw from [0,
-// ColdStartDelay·k], k the daemons seen starting, this one included (at
-// most ElectionMin). Of k draws the first falls at about ColdStartDelay
-// whatever k, and another falls within a latency δ of it with
-// probability about δ/ColdStartDelay: the others follow its MASTERUP.
+// armColdStart counts the daemon seen starting (sawStarting) and starts
+// the cold start (Config.ColdStartDelay) the first time a starting daemon
+// sees another. It runs in two steps on one timer: first Retransmit[0],
+// in which a live master answers our probe (its MASTERACK cancels the
+// timer, and nothing was drawn) and the MASTERREQs of the daemons started
+// with us come in; then a uniform draw from [0, ColdStartDelay·k], k the
+// daemons seen starting, this one included (at most ElectionMin). Of k
+// draws the first falls at about ColdStartDelay whatever k, and another
+// falls within a latency δ of it with probability about δ/ColdStartDelay:
+// the others follow its MASTERUP.
 //
 // An ELECTION seen meanwhile does not stop it: a starting daemon does not
 // ACCEPT, and the candidate follows our MASTERUP if we are first; waiting
 // for the candidate instead would leave the network without a master for
 // an election timer whenever two candidates collide.
-func (m *Machine) armColdStart(seen string) {
+func (m *Machine) armColdStart(from netip.AddrPort) {
 	if m.cfg.ColdStartDelay <= 0 || !m.cfg.MayBeMaster || m.haveMaster {
 		return
 	}
-	m.sawStarting(seen)
+	m.sawStarting(from)
 	if _, ok := m.timers[TimerColdStart]; ok {
 		return
 	}
@@ -703,7 +708,7 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 		}
 	case tsp.MasterReq, tsp.Election:
 		m.sawOther = true
-		m.armColdStart(p.Name)
+		m.armColdStart(peer.Addr)
 	case tsp.AdjTime, tsp.SetTime:
 		// No master is followed yet, so no correction is taken: the
 		// probe's MASTERACK names the master, from its own address.

@@ -626,3 +626,41 @@ func TestLargeCorrectionIsSetTime(t *testing.T) {
 		t.Fatalf("sent %v, want %v", got, want)
 	}
 }
+
+// RoundOpen says which round a SyncResult would be taken for, and the
+// runtime applies the master's own share only then: the current round,
+// before its result, while master. A round overtaken by a forced one (a
+// date change starts one) is closed, as is every round once the machine
+// has stopped.
+func TestRoundOpen(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s", addr(2))
+	round := func(acts []Action) uint64 {
+		t.Helper()
+		for _, a := range acts {
+			if r, ok := a.(SyncRound); ok {
+				return r.Round
+			}
+		}
+		t.Fatalf("no round started: %v", acts)
+		return 0
+	}
+	r1 := round(h.fire(TimerSync))
+	if !h.m.RoundOpen(r1) {
+		t.Fatalf("round %d not open once started", r1)
+	}
+	r2 := round(h.step(ForceElection{}))
+	if h.m.RoundOpen(r1) || !h.m.RoundOpen(r2) {
+		t.Fatalf("after a forced round: round %d open %v, round %d open %v", r1, h.m.RoundOpen(r1), r2, h.m.RoundOpen(r2))
+	}
+	h.step(SyncResult{Round: r2, Corrections: []Correction{{Name: "s"}}})
+	if h.m.RoundOpen(r2) {
+		t.Fatalf("round %d still open after its result", r2)
+	}
+	r3 := round(h.fire(TimerSync))
+	h.step(Stop{})
+	if h.m.RoundOpen(r3) {
+		t.Fatalf("round %d open on a stopped machine", r3)
+	}
+}

@@ -107,9 +107,11 @@ func (h *Host) ask(i int, p Peer) {
 	if len(n.asked) >= maxAsked {
 		return // the LOOPs will tell
 	}
-	h.seq++
-	n.asked[p.Addr] = askedSource{seq: h.seq, at: h.now}
-	h.emit(i, AskSource{To: p, Seq: h.seq})
+	// The network's machine's sequence, which starts at random (BSD): a
+	// blind forger of the answer, from the master's address, must guess it.
+	seq := n.m.nextSeq()
+	n.asked[p.Addr] = askedSource{seq: seq, at: h.now}
+	h.emit(i, AskSource{To: p, Seq: seq})
 }
 
 // askSources asks what a decision about network j, whose master is q,
@@ -189,10 +191,7 @@ func (h *Host) sweepTold(i int) {
 // source is not known yet answers nothing: the asker's LOOPs will tell).
 func (h *Host) sourceQuery(i int, e SourceQuery) {
 	n := h.nets[i]
-	if !h.masters(i) || !n.m.Trusted(e.From) {
-		return
-	}
-	if n.cfg.Addr.IsValid() && e.From.Addr().Unmap() == n.cfg.Addr.Addr().Unmap() {
+	if !h.masters(i) || !n.m.Trusted(e.From) || n.fromSelf(e.From) {
 		return
 	}
 	src, hops, ok := h.served()

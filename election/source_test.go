@@ -244,7 +244,13 @@ func TestHostSourceEventsHostile(t *testing.T) {
 			case 1:
 				ev = Recv{Packet: tsp.Packet{Type: tsp.Loop, Version: tsp.Version, HopCount: uint8(r.IntN(LoopHops + 3)), Name: names[r.IntN(2)]}, From: from}
 			default:
-				ev = SourceAnswer{From: from, Seq: uint16(r.IntN(4)), Source: names[r.IntN(len(names))], Hops: r.IntN(LoopHops+4) - 2}
+				// Half the answers carry the seq asked of their sender, if
+				// any: the numbers are the machine's, not small ones.
+				seq := uint16(r.IntN(4))
+				if a, ok := hh.h.nets[net].asked[from]; ok && r.IntN(2) == 0 {
+					seq = a.seq
+				}
+				ev = SourceAnswer{From: from, Seq: seq, Source: names[r.IntN(len(names))], Hops: r.IntN(LoopHops+4) - 2}
 			}
 			for _, a := range hh.step(net, ev) {
 				if tell, ok := a.Action.(TellSource); ok && (tell.To != from || !tsp.ValidName(tell.Source) || tell.Source == "" || tell.Hops < 0 || tell.Hops >= LoopHops) {
@@ -261,5 +267,30 @@ func TestHostSourceEventsHostile(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A question's sequence number is drawn from the network machine's
+// sequence, which starts at random (BSD): hosts seeded differently ask
+// with different numbers, so that a blind forger of the answer, even from
+// the master's address, has to guess one. It was a counter from 1.
+func TestHostAskSeqUnpredictable(t *testing.T) {
+	first := map[uint16]bool{}
+	for seed := range uint64(8) {
+		c := FastConfig("gw")
+		c.Network, c.Addr = "A", netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, 100}), 525)
+		h, err := NewHost([]Config{c}, rand.New(rand.NewPCG(seed, seed)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.ask(0, Peer{Name: "a1", Addr: a1Addr})
+		q, _, ok := lastOf[AskSource](h.finish())
+		if !ok {
+			t.Fatalf("seed %d: no question", seed)
+		}
+		first[q.Seq] = true
+	}
+	if len(first) < 8 || first[1] {
+		t.Fatalf("first questions' seqs %v: want eight different ones, not a counter from 1", first)
 	}
 }

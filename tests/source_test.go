@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -15,20 +14,15 @@ import (
 func TestTimeSourceLive(t *testing.T) {
 	t.Parallel()
 	c := newAttackCluster(t)
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	a := newAttacker(t)
+	conn := a.conn
 	ask := func(to *node, seq uint16) {
 		t.Helper()
 		b, err := (&tsp.ExtPacket{Kind: tsp.ExtSourceReq, Seq: seq, Name: "asker"}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := conn.WriteToUDP(b, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: to.port}); err != nil {
-			t.Fatal(err)
-		}
+		a.sendRaw(to, b)
 	}
 
 	ask(c.master, 31)
@@ -57,13 +51,7 @@ func TestTimeSourceLive(t *testing.T) {
 	// SOURCE may come before that ACK.
 	slave := c.slaves[0]
 	ask(slave, 32)
-	msite, err := (&tsp.Packet{Type: tsp.MSite, Version: tsp.Version, Seq: 33, Name: "asker"}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.WriteToUDP(msite, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: slave.port}); err != nil {
-		t.Fatal(err)
-	}
+	a.send(slave, tsp.Packet{Type: tsp.MSite, Seq: 33, Name: "asker"})
 	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -136,8 +136,9 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 	}
 	rt.log.WithFields(logrus.Fields{"round": s.result.Round, "slaves": len(s.slaves), "unmeasured": failed,
 		"network_offset": s.network.Offset, "kept": s.network.Kept}).Debug("sync round measured")
-	votes := d.host.Running(rt.i) && d.host.State(rt.i).IsMaster() && !d.host.Dictates(rt.i) &&
-		d.host.Machine(rt.i).RoundOpen(s.result.Round)
+	// RoundOpen covers a stopped or ignored network too: its machine is
+	// then no master.
+	votes := !d.host.Dictates(rt.i) && d.host.Machine(rt.i).RoundOpen(s.result.Round)
 	rt.step(s.result, time.Time{})
 	var own clocksync.Applied
 	var err error

@@ -104,12 +104,17 @@ func run(ctx context.Context, o opts) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: it makes network namespaces, veths and a bridge")
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = strings.Join(f[:3], " ")
+		}
+	}
 	fmt.Printf("bench-net: N daemons (%s) in N network namespaces on one bridge; fast profile, all -M; simulated clocks\n", timed)
 	fmt.Printf("offsets uniform in ±%v, drifts in ±%g ppm (seed %d); all released at once; every daemon sampled every %v;\n",
 		o.offset, o.drift, o.seed, o.every)
 	fmt.Printf("steady window: the last %d sync rounds, from %d rounds after the spread stays < 1 ms (at most %d rounds' wait). %d CPUs, load %s\n",
-		o.rounds, o.warmup, o.settle, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
+		o.rounds, o.warmup, o.settle, runtime.NumCPU(), load)
 	var rs []netbench.Result
 	var interval time.Duration
 	for _, n := range o.ns {

@@ -87,12 +87,12 @@ func master(t testing.TB, n *Net) *Node {
 }
 
 // trustEligible gives every node BSD's -F list: the addresses of the nodes
-// that may be master.
+// that may be master, on every network they are on.
 func trustEligible(n *Net) {
 	var trusted []netip.AddrPort
 	for _, nd := range n.Nodes {
 		if nd.Cfg.MayBeMaster {
-			trusted = append(trusted, nd.Addr)
+			trusted = append(trusted, nd.Addrs...)
 		}
 	}
 	for _, nd := range n.Nodes {

@@ -3,7 +3,6 @@ package simnet
 import (
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -85,15 +84,7 @@ func randomSite(seed uint64, r *rand.Rand) *Net {
 		nd.Offset = time.Duration(r.IntN(2000)-1000) * time.Millisecond
 	}
 	if r.IntN(3) == 0 { // BSD -F on every host: the eligible ones, on every network
-		var trusted []netip.AddrPort
-		for _, nd := range n.Nodes {
-			if nd.Cfg.MayBeMaster {
-				trusted = append(trusted, nd.Addrs...)
-			}
-		}
-		for _, nd := range n.Nodes {
-			nd.Cfg.Trusted = trusted
-		}
+		trustEligible(n)
 	}
 	if r.IntN(3) == 0 { // BSD's daemons among ours: they neither ask for time sources nor answer
 		for _, nd := range n.Nodes {
