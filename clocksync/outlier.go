@@ -103,6 +103,9 @@ func (e *rttEntry) least() time.Duration {
 // floor its path has shown lately, which the probe's filter weighs
 // samples against. It records nothing.
 func (h *RTTHistory) Floor(host string) time.Duration {
+	if h == nil {
+		return 0 // no history (BSD settings): no floor known
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.hosts[host]

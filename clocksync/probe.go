@@ -220,6 +220,12 @@ type ProbeConfig struct {
 	Replies, MinReplies int
 	Trials              int           // probes sent at most per host (default 2 × Replies, as BSD's 5 of 10)
 	Wait                time.Duration // wait for each reply before the next probe (default 100 ms, BSD's wmsec)
+	// History is where the adaptive count reads each host's floor (the
+	// least RTT of its recent rounds). A daemon gives the one its sync
+	// rounds record (RTTHistory.JudgeRound), so that a round trip is
+	// recorded once; nil: the client keeps its own and records each
+	// measurement in it.
+	History *RTTHistory
 }
 
 // withDefaults fills unset fields; replies is the measurer's default
@@ -251,6 +257,7 @@ type ProbeClient struct {
 	name    string
 	cfg     ProbeConfig
 	history *RTTHistory      // each host's recent best RTTs: the filter's floor
+	records bool             // the history is the client's own: it records each measurement
 	realNow func() time.Time // the kernel's clock (nil: time.Now); tests set virtual time
 
 	mu      sync.Mutex
@@ -276,7 +283,12 @@ type reply struct {
 // NewProbeClient returns a client sending through send, stamping with clock
 // and naming itself name in the packets.
 func NewProbeClient(send PacketSender, clock Clock, name string, cfg ProbeConfig) *ProbeClient {
-	return &ProbeClient{send: send, clock: clock, name: tsp.TruncateName(name), cfg: cfg.withDefaults(DefaultMaxReplies), history: NewRTTHistory(0), waiting: map[uint16]*pendingProbe{}}
+	c := &ProbeClient{send: send, clock: clock, name: tsp.TruncateName(name), cfg: cfg.withDefaults(DefaultMaxReplies),
+		history: cfg.History, waiting: map[uint16]*pendingProbe{}}
+	if c.history == nil {
+		c.history, c.records = NewRTTHistory(0), true
+	}
+	return c
 }
 
 // sameHost compares addresses with IPv4-mapped forms unmapped.
@@ -330,7 +342,7 @@ func (c *ProbeClient) Measure(ctx context.Context, host netip.AddrPort) (Measure
 		}
 	}
 	m, err := set.Measurement(sent)
-	if err == nil {
+	if err == nil && c.records {
 		c.history.Observe(host.String(), m.RTT)
 	}
 	if err != nil && ctx.Err() != nil && len(set.Samples()) == 0 {

@@ -37,6 +37,11 @@ type Daemon struct {
 	clock    clocksync.Clock
 	applier  *clocksync.Applier
 	probe    *clocksync.ProbeClient
+	// rtt is the master's memory of its slaves' round trips, by address:
+	// what tells a delayed sample from the path's usual (clocksync
+	// outliers), and where the probe's adaptive count finds each path's
+	// floor; bounded by the slave tables' size.
+	rtt      *clocksync.RTTHistory
 	respond  *clocksync.ProbeResponder
 	measurer clocksync.Measurer
 	icmp     *clocksync.ICMPMeasurer // nil without CAP_NET_RAW
@@ -188,11 +193,15 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 	if d.host, err = election.NewHost(cfgs, rand.New(rand.NewPCG(seed, seed^0x5eed))); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}
+	// One memory of round trips for the whole host: the rounds of every
+	// network record it (hosts are told apart by address), and the probe
+	// reads its floors from it.
+	d.rtt = clocksync.NewRTTHistory(d.cfg.Election.MaxSlaves * len(nets))
 	for i, n := range nets {
 		d.runtimes = append(d.runtimes, newNetRuntime(d, i, n))
 	}
 
-	d.probe = clocksync.NewProbeClient(extSender{d.tr}, d.clock, d.hostname, clocksync.ProbeConfig{})
+	d.probe = clocksync.NewProbeClient(extSender{d.tr}, d.clock, d.hostname, clocksync.ProbeConfig{History: d.rtt})
 	d.respond = clocksync.NewProbeResponder(d.clock, d.hostname)
 	d.measurer = d.probe
 	icmp, icmpErr := clocksync.NewICMPMeasurer(d.clock, clocksync.ICMPConfig{})

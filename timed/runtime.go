@@ -6,7 +6,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp/udp"
 )
@@ -31,10 +30,6 @@ type netRuntime struct {
 	timers  map[election.TimerID]*timerEntry
 	st      netStatus // its part of `timedc status`
 	date    dateState
-	// rtt is the master's memory of its slaves' round trips, by address,
-	// for telling a delayed sample from the path's usual (clocksync
-	// outliers); bounded by the slave table's size.
-	rtt *clocksync.RTTHistory
 }
 
 func newNetRuntime(d *Daemon, i int, n udp.Network) *netRuntime {
@@ -46,7 +41,6 @@ func newNetRuntime(d *Daemon, i int, n udp.Network) *netRuntime {
 		log:     d.log.WithField("network", n.String()),
 		timers:  map[election.TimerID]*timerEntry{},
 		date:    dateState{seq: map[string]uint16{}},
-		rtt:     clocksync.NewRTTHistory(d.cfg.Election.MaxSlaves),
 	}
 }
 

@@ -56,7 +56,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		defer d.rounds.Done()
 		res := clocksync.MeasureRound(d.roundCtx, d.measurer, hosts, clocksync.RoundOptions{Deadline: deadline})
 		done := syncDone{rt: rt, result: election.SyncResult{Round: r.Round}, slaves: slaves, measured: res}
-		done.network, done.result.Corrections = planRound(res, slaves, trusted, rt.rtt, dictate, netOpt, opt)
+		done.network, done.result.Corrections = planRound(res, slaves, trusted, d.rtt, dictate, netOpt, opt)
 		done.result.Own = done.network.Offset
 		select {
 		case d.syncCh <- done:

@@ -106,8 +106,9 @@ type Config struct {
 	// MakeStepOff turns off our stepping while unsynchronised
 	// (clocksync.DefaultMakeStep), to show what it gains.
 	MakeStepOff bool
-	// FilterOff turns off the master's outlier handling (RTT history,
-	// justified corrections), to show what it does.
+	// FilterOff turns off the master's outlier handling (its verdicts and
+	// justified corrections; the RTT history is still kept, for the
+	// probe's floors), to show what it does.
 	FilterOff bool
 
 	// Trace, if set, is called at the start of every round with the
@@ -254,9 +255,12 @@ type sim struct {
 	// lastBad is the rounds started when the spread was last sampled at
 	// or above 1 ms; -1: never.
 	lastBad int
-	roundAt time.Time             // when the last round started
-	busy    bool                  // the noisy slave is busy this round
-	rtt     *clocksync.RTTHistory // the master's; nil with BSD settings
+	roundAt time.Time // when the last round started
+	busy    bool      // the noisy slave is busy this round
+	// rtt is the master's memory of its slaves' round trips, as the
+	// daemon's: its rounds record it (JudgeRound) and the probe's
+	// adaptive count reads floors from it. Nil with BSD settings.
+	rtt *clocksync.RTTHistory
 	// freqLo, freqHi: the range of the mean frequency since round
 	// SkipRounds + 1.
 	freqLo, freqHi float64
@@ -267,9 +271,6 @@ type sim struct {
 	res            Result
 	seq            uint16
 	faulty         int
-	// history: each slave's recent best RTTs as the master's
-	// ProbeClient keeps them, the floor of its filter.
-	history *clocksync.RTTHistory
 }
 
 // Run runs one simulation.
@@ -281,7 +282,7 @@ func Run(cfg Config) (Result, error) {
 	if cfg.DelayMax < cfg.DelayMin {
 		return Result{}, errors.New("simsync: DelayMax below DelayMin")
 	}
-	sm := &sim{cfg: cfg, s: vtime.New(vtime.Epoch), rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e3d0)), faulty: -1, history: clocksync.NewRTTHistory(0)}
+	sm := &sim{cfg: cfg, s: vtime.New(vtime.Epoch), rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e3d0)), faulty: -1}
 	log := logrus.New()
 	log.SetLevel(logrus.FatalLevel) // refusals are counted, not printed
 	for i := range cfg.N {
@@ -320,7 +321,7 @@ func Run(cfg Config) (Result, error) {
 	}
 	end := vtime.Epoch.Add(cfg.Duration)
 	sm.lastBad = -1
-	if !cfg.BSD && !cfg.FilterOff {
+	if !cfg.BSD {
 		sm.rtt = clocksync.NewRTTHistory(0)
 	}
 	sm.s.After(firstRound, sm.round)
@@ -387,7 +388,7 @@ func (sm *sim) round() {
 	samples := make([]*clocksync.SampleSet, len(sm.nodes))
 	sent := make([]int, len(sm.nodes))
 	for i := 1; i < len(sm.nodes); i++ {
-		samples[i] = &clocksync.SampleSet{Floor: sm.history.Floor(sm.nodes[i].addr.String()), MaxReplies: sm.cfg.Replies}
+		samples[i] = &clocksync.SampleSet{Floor: sm.rtt.Floor(sm.nodes[i].addr.String()), MaxReplies: sm.cfg.Replies}
 		if sm.fixed() {
 			samples[i].MinReplies = sm.cfg.Replies
 		}
@@ -399,10 +400,13 @@ func (sm *sim) round() {
 		excess := make([]time.Duration, len(sm.nodes))
 		names, ms, ok := make([]string, len(sm.nodes)), make([]clocksync.Measurement, len(sm.nodes)), make([]bool, len(sm.nodes))
 		for i := 1; i < len(sm.nodes); i++ {
-			m, err := sm.measurement(i, samples[i], sent[i])
-			names[i], ms[i], ok[i] = sm.nodes[i].name, m, err == nil
+			m, err := sm.measurement(samples[i], sent[i])
+			names[i], ms[i], ok[i] = sm.nodes[i].addr.String(), m, err == nil
 		}
 		verdicts := sm.rtt.JudgeRound(names, ms, ok)
+		if sm.cfg.FilterOff {
+			verdicts = make([]clocksync.Judged, len(sm.nodes)) // recorded, never acted on
+		}
 		for i := 1; i < len(sm.nodes); i++ {
 			if !ok[i] {
 				offsets = append(offsets, clocksync.HostOffset{Trusted: true})
@@ -473,16 +477,12 @@ func (sm *sim) probe(i, k int, samples []*clocksync.SampleSet, sent []int) {
 // is used, as BSD and as this daemon before the adaptive count.
 func (sm *sim) fixed() bool { return sm.cfg.BSD || sm.cfg.FixedCount }
 
-// measurement is slave i's measurement of the round, from its samples.
-func (sm *sim) measurement(i int, set *clocksync.SampleSet, sent int) (clocksync.Measurement, error) {
+// measurement is a slave's measurement of the round, from its samples.
+func (sm *sim) measurement(set *clocksync.SampleSet, sent int) (clocksync.Measurement, error) {
 	if sm.fixed() {
 		return clocksync.BestSample(set.Samples(), sent)
 	}
-	m, err := set.Measurement(sent)
-	if err == nil {
-		sm.history.Observe(sm.nodes[i].addr.String(), m.RTT)
-	}
-	return m, err
+	return set.Measurement(sent)
 }
 
 // sendCorrection delivers an ADJTIME or SETTIME like acksend(5): each try
