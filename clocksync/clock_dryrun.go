@@ -49,6 +49,13 @@ func (c *DryRunClock) record(msg string) {
 // Now reads the underlying clock.
 func (c *DryRunClock) Now() time.Time { return c.read() }
 
+// nowWithSource: the clock read is never moved, so its readings are the
+// real time they are of (pairedClock), as the system clock's are.
+func (c *DryRunClock) nowWithSource() (clock, source time.Time) {
+	t := c.read()
+	return t, t
+}
+
 // Adjust reports the slew it would make.
 func (c *DryRunClock) Adjust(d time.Duration) error {
 	c.record(fmt.Sprintf("would slew by %v", d))
