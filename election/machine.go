@@ -34,7 +34,7 @@ type Machine struct {
 
 	timers   map[TimerID]time.Time // armed timers and their deadlines
 	sends    map[TimerID]*outgoing
-	pending  [3]int // len(sends) by role, for their bounds (reliable.go)
+	pending  [roleCount]int // len(sends) by role, for their bounds (reliable.go)
 	bySeq    map[uint16]*outgoing
 	nextSend TimerID
 
@@ -123,7 +123,7 @@ func New(cfg Config, rng *rand.Rand) (*Machine, error) {
 func (m *Machine) reset() {
 	m.timers = map[TimerID]time.Time{}
 	m.sends = map[TimerID]*outgoing{}
-	m.pending = [3]int{}
+	m.pending = [roleCount]int{}
 	m.bySeq = map[uint16]*outgoing{}
 	m.seen = map[seenKey]seenSeq{}
 	m.slaves = map[string]*slave{}
@@ -267,6 +267,7 @@ func (m *Machine) become(s State, reason string) {
 	if old.IsMaster() && !s.IsMaster() {
 		m.cancelTimer(TimerSync)
 		m.cancelSends(roleMaster)
+		m.cancelSends(roleRival)
 		if len(m.slaves) > 0 {
 			m.slaves = map[string]*slave{}
 			m.emit(SlaveList{})
@@ -532,7 +533,7 @@ func (m *Machine) quit(to Peer, onAck func()) {
 	}
 	r := roleAny
 	if m.state.IsMaster() {
-		r = roleMaster
+		r = roleRival
 	}
 	m.sendReliable(tsp.Quit, to, r, 0, onAck, nil)
 }

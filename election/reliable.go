@@ -16,7 +16,13 @@ type role uint8
 const (
 	roleAny    role = iota // kept across state changes (ACK-style answers)
 	roleProbe              // MASTERREQ of Start-up
-	roleMaster             // ADJTIME, SETTIME, QUIT, RESOLVE of a master
+	roleMaster             // ADJTIME, SETTIME, RESOLVE of a master
+	// roleRival is a master's QUIT to another master or an intruder. It
+	// ends with mastership, as roleMaster does, but is bounded apart:
+	// every forged ELECTION under a new name draws one, and they must not
+	// crowd out the ADJTIMEs that keep the master's slaves.
+	roleRival
+	roleCount // the number of roles
 )
 
 // outgoing is one packet the machine still has to send or is waiting an
@@ -41,9 +47,9 @@ type outgoing struct {
 // type want with the same seq arrives from the addressee (from anyone for a
 // broadcast). onFail runs when the schedule is exhausted.
 //
-// Pending sends are bounded: answers to packets from others (ACCEPT,
-// REFUSE, QUIT to a rival) at maxAnswers, a master's own sends at
-// MaxSlaves plus a margin, so that a flood of ELECTIONs under new names
+// Pending sends are bounded per role: answers to packets from others
+// (ACCEPT, REFUSE, a slave's QUIT) and a master's QUITs to rivals at
+// maxAnswers each, a master's own sends at MaxSlaves plus a margin, so that a flood of ELECTIONs under new names
 // can neither grow the table without end nor crowd out the ADJTIMEs that
 // keep the master's slaves. A send beyond the bound is dropped and
 // reported as Refused.

@@ -243,3 +243,36 @@ func TestTimedcElectionFromThisHost(t *testing.T) {
 		t.Fatalf("state %v after TEST under our own name, want candidate", h.m.State())
 	}
 }
+
+// TestForgedElectionsLeaveCorrections: a master QUITs every ELECTION's
+// sender, so ELECTIONs under thousands of made-up names draw thousands of
+// pending QUITs. Those have a bound of their own: the next round's
+// corrections to the real slaves still go out (SETTIME here, as to any
+// slave new to the master). (They shared the master's
+// bound once, and a flood left the slaves uncorrected until their
+// election timers ran out.)
+func TestForgedElectionsLeaveCorrections(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s1", addr(2))
+	h.recv(tsp.SlaveUp, 1, "s2", addr(3))
+	for i := range 3000 {
+		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 525)
+		h.recv(tsp.Election, uint16(i), fmt.Sprintf("x%d", i), from)
+	}
+	if got, bound := h.m.pending[roleRival], h.m.pendingBound(roleRival); got == 0 || got > bound {
+		t.Fatalf("%d QUITs pending, want between 1 and the bound %d", got, bound)
+	}
+	var sr SyncRound
+	for _, a := range h.fire(TimerSync) {
+		if r, ok := a.(SyncRound); ok {
+			sr = r
+		}
+	}
+	acts := h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s1"}, {Name: "s2"}}})
+	for _, to := range []netip.AddrPort{addr(2), addr(3)} {
+		if !containsSend(acts, tsp.AdjTime, to) && !containsSend(acts, tsp.SetTime, to) {
+			t.Errorf("no correction to %v after the flood; round %d of %d slaves; refused %v; sent %.300s", to, sr.Round, len(sr.Slaves), refusedReasons(acts), sendTypes(acts))
+		}
+	}
+}
