@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -34,6 +35,38 @@ type summary struct {
 	passed, failed, skipped int
 	skips                   []string // "pkg Test: reason"
 	failedPkgs              []string
+	// failures is each failed test's assertion lines, repeated in the
+	// report: a failed test's output can run to megabytes (daemon logs
+	// dumped on failure), and a reader of the end of it must still see
+	// why it failed.
+	failures []string
+}
+
+// assertion is a line t.Errorf or t.Fatalf wrote: "    file_test.go:12: ...".
+var assertion = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: `)
+
+const (
+	maxReasons   = 5   // assertion lines kept per failed test
+	maxReasonLen = 300 // bytes kept of each
+)
+
+// reasons are the first assertion lines of a failed test's output,
+// leaving out the dumps of daemon logs its cleanup writes.
+func reasons(out string) []string {
+	var rs []string
+	for _, l := range strings.Split(out, "\n") {
+		if !assertion.MatchString(l) || strings.Contains(l, "---- log of") {
+			continue
+		}
+		l = strings.TrimSpace(l)
+		if len(l) > maxReasonLen {
+			l = l[:maxReasonLen] + "…"
+		}
+		if rs = append(rs, l); len(rs) == maxReasons {
+			break
+		}
+	}
+	return rs
 }
 
 func main() {
@@ -110,6 +143,9 @@ func run(r io.Reader, w io.Writer) (*summary, error) {
 			s.failed++
 			if b := buf[key]; b != nil {
 				fmt.Fprint(w, b.String())
+				for _, r := range reasons(b.String()) {
+					s.failures = append(s.failures, fmt.Sprintf("%s %s: %s", e.Package, e.Test, r))
+				}
 			}
 			delete(buf, key)
 		}
@@ -143,6 +179,9 @@ func (s *summary) report(label string) string {
 	sort.Strings(s.skips)
 	for _, k := range s.skips {
 		fmt.Fprintf(&b, "   skipped: %s\n", k)
+	}
+	for _, f := range s.failures {
+		fmt.Fprintf(&b, "   failed: %s\n", f)
 	}
 	for _, p := range s.failedPkgs {
 		fmt.Fprintf(&b, "   FAILED package: %s\n", p)

@@ -17,6 +17,8 @@ func TestSummary(t *testing.T) {
 		`{"Action":"output","Package":"p","Test":"TestB","Output":"--- SKIP: TestB (0.00s)\n"}`,
 		`{"Action":"skip","Package":"p","Test":"TestB"}`,
 		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:3: boom\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:7: ---- log of n1 ----\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestC","Output":"time=x level=info msg=\"clock corrected\"\n"}`,
 		`{"Action":"fail","Package":"p","Test":"TestC"}`,
 		`{"Action":"output","Package":"p","Output":"FAIL\tp\t0.1s\n"}`,
 		`{"Action":"fail","Package":"p"}`,
@@ -36,9 +38,13 @@ func TestSummary(t *testing.T) {
 		}
 	}
 	rep := s.report("unit")
-	for _, want := range []string{"\ntests: 1 passed, 1 failed, 1 skipped\n", "skipped: p TestB: x_test.go:9: shared folder absent", "FAILED package: p"} {
+	for _, want := range []string{"\ntests: 1 passed, 1 failed, 1 skipped\n", "skipped: p TestB: x_test.go:9: shared folder absent",
+		"failed: p TestC: c_test.go:3: boom\n", "FAILED package: p"} {
 		if !strings.Contains(rep, want) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
+	}
+	if strings.Contains(rep, "log of") {
+		t.Errorf("report repeats a log dump's header as a reason:\n%s", rep)
 	}
 }
