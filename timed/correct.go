@@ -52,5 +52,11 @@ func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
 		d.log.WithFields(fields).Warn("alarm: moving towards network time by max-step")
 		return
 	}
-	d.log.WithFields(fields).Info("clock corrected")
+	// A step is rare and worth a line; a slew happens every round on
+	// every slave, so it logs at debug (status and metrics carry it).
+	if a.Action == clocksync.Stepped {
+		d.log.WithFields(fields).Info("clock corrected")
+		return
+	}
+	d.log.WithFields(fields).Debug("clock corrected")
 }
