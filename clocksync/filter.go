@@ -35,8 +35,12 @@ const (
 // Adaptive probe count (SampleSet.Enough).
 const (
 	// DefaultMinReplies is how many replies a measurement has at least,
-	// unless it runs out of probes.
-	DefaultMinReplies = 3
+	// unless it runs out of probes. Two end it only on a path at its
+	// floor (SampleSet.Enough); otherwise settledReplies do.
+	DefaultMinReplies = 2
+	// settledReplies is how many replies the other stop rules need: the
+	// minimum can only be seen to settle over three.
+	settledReplies = 3
 	// DefaultMaxReplies caps the replies of one measurement: a path that
 	// stays noisy gets this many, as BSD's 12 did every time.
 	DefaultMaxReplies = 8
@@ -46,6 +50,11 @@ const (
 	// nearFloorFraction: a best RTT within this fraction of the host's
 	// floor from earlier rounds is as good as the path gets.
 	nearFloorFraction = 0.2
+	// kernelFloorSlack: a sample stamped by the kernel at both ends
+	// within this of the floor is at the floor, however small the floor:
+	// on a LAN the floor is a few µs and its jitter as much, and a sample
+	// this far above it is off by at most half of it.
+	kernelFloorSlack = 5 * time.Microsecond
 	// stableCeiling: a minimum that has settled more than this many
 	// times above the floor is still queueing: probe on.
 	stableCeiling = 2
@@ -112,11 +121,15 @@ func (s *SampleSet) limits() (lo, hi int) {
 }
 
 // Enough reports whether the measurement may stop: MaxReplies valid
-// replies, or at least MinReplies and a minimum RTT that is either as low
-// as the host's floor allows or has stopped improving (the last reply did
-// not lower it by more than stableFraction) without being far above the
-// floor. Queueing only ever adds delay, so a minimum that keeps falling,
-// or sits far above what the path has shown, is worth more probes.
+// replies; or two (MinReplies allowing) of which one is stamped by the
+// kernel at both ends and at the host's floor, so that the exchange the
+// offset leans on is as clean as the path gets (this is what keeps a
+// steady path to 2 probes a round); or at least three and a minimum RTT
+// that is either as low as the host's floor allows or has stopped
+// improving (the last reply did not lower it by more than stableFraction)
+// without being far above the floor. Queueing only ever adds delay, so a
+// minimum that keeps falling, or sits far above what the path has shown,
+// is worth more probes.
 func (s *SampleSet) Enough() bool {
 	lo, hi := s.limits()
 	switch {
@@ -124,11 +137,33 @@ func (s *SampleSet) Enough() bool {
 		return true
 	case s.valid < lo:
 		return false
-	case s.Floor > 0 && s.best <= s.Floor+time.Duration(nearFloorFraction*float64(s.Floor)):
+	case s.valid < settledReplies:
+		return s.kernelAtFloor()
+	case s.Floor > 0 && s.best <= s.nearFloor():
 		return true
 	}
 	settled := float64(s.gain) <= stableFraction*float64(s.best)
 	return settled && (s.Floor <= 0 || s.best <= stableCeiling*s.Floor)
+}
+
+func (s *SampleSet) nearFloor() time.Duration {
+	return s.Floor + time.Duration(nearFloorFraction*float64(s.Floor))
+}
+
+// kernelAtFloor: a valid sample stamped by the kernel at both ends (its
+// t3 came in a later reply) whose RTT is within kernelFloorSlack, or
+// nearFloorFraction, of the host's known floor.
+func (s *SampleSet) kernelAtFloor() bool {
+	if s.Floor <= 0 {
+		return false
+	}
+	near := max(s.nearFloor(), s.Floor+kernelFloorSlack)
+	for _, x := range s.samples {
+		if x.Valid() && x.KernelT1 && x.KernelT3 && x.RTT() <= near {
+			return true
+		}
+	}
+	return false
 }
 
 // sampleBound is a sample's honest error bound, aged to at.

@@ -69,9 +69,17 @@ type stepPath struct {
 	from      netip.AddrPort
 	out, back []time.Duration
 	n         int
-	stamping  bool
-	lag       time.Duration
-	sent      []tsp.ExtPacket
+	stamping  bool // the responder's sends get kernel stamps
+	// clientStamping: the client's sends get kernel stamps too, lag
+	// after its reading.
+	clientStamping bool
+	lag            time.Duration
+	sent           []tsp.ExtPacket
+}
+
+func (p *stepPath) WriteExtStamped(pkt tsp.ExtPacket, to netip.AddrPort) (time.Time, bool, error) {
+	at := p.s.Now().Add(p.lag)
+	return at, p.clientStamping, p.WriteExt(pkt, to)
 }
 
 func (p *stepPath) WriteExt(pkt tsp.ExtPacket, to netip.AddrPort) error {
@@ -127,25 +135,57 @@ func us(n ...int) []time.Duration {
 	return d
 }
 
-// A steady path: the minimum RTT does not move after the third reply, so
-// the client stops there: three probes, three replies.
+// A steady path with stamps from user space: the minimum RTT does not
+// move after the third reply, so the client stops there: three probes,
+// three replies.
 func TestAdaptiveStopsEarlyWhenStable(t *testing.T) {
 	p, _ := newStepPath(us(50, 51, 50, 52), us(50, 50, 51, 50), ProbeConfig{})
 	m, err := p.client.Measure(context.Background(), slaveAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Sent != DefaultMinReplies || m.Samples != DefaultMinReplies || len(p.sent) != 2*DefaultMinReplies {
+	if m.Sent != settledReplies || m.Samples != settledReplies || len(p.sent) != 2*settledReplies {
 		t.Fatalf("sent %d probes for %d replies, %d packets: %+v", m.Sent, m.Samples, len(p.sent), m)
 	}
 	if d := absDur(m.Offset - 5*time.Millisecond); d > m.ErrorBound || m.ErrorBound > m.RTT {
 		t.Fatalf("offset %v, bound %v, rtt %v", m.Offset, m.ErrorBound, m.RTT)
 	}
 	// The next round knows the path's floor: the same RTTs are as good
-	// as it gets, and it stops as early.
+	// as it gets, and it stops as early; not earlier, with no exchange
+	// stamped by the kernel at both ends.
 	p.sent = nil
-	if m, err := p.client.Measure(context.Background(), slaveAddr); err != nil || m.Sent != DefaultMinReplies {
+	if m, err := p.client.Measure(context.Background(), slaveAddr); err != nil || m.Sent != settledReplies {
 		t.Fatalf("second round: %+v, %v", m, err)
+	}
+}
+
+// With kernel stamps at both ends, a round that knows the path's floor
+// stops after two replies when the first is at it: two probes, two
+// replies, the first exchange's t3 the kernel's from the second reply. The first round,
+// with no floor yet, takes three.
+func TestAdaptiveTwoAtFloor(t *testing.T) {
+	p, _ := newStepPath(us(50, 51, 50, 52), us(50, 50, 51, 50), ProbeConfig{})
+	p.stamping, p.clientStamping, p.lag = true, true, 3*time.Microsecond
+	m, err := p.client.Measure(context.Background(), slaveAddr)
+	if err != nil || m.Sent != settledReplies {
+		t.Fatalf("first round: %+v, %v", m, err)
+	}
+	p.sent = nil
+	m, err = p.client.Measure(context.Background(), slaveAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Sent != 2 || m.Samples != 2 || len(p.sent) != 4 {
+		t.Fatalf("second round: sent %d probes for %d replies, %d packets: %+v", m.Sent, m.Samples, len(p.sent), m)
+	}
+	if d := absDur(m.Offset - 5*time.Millisecond); d > m.ErrorBound {
+		t.Fatalf("offset %v, bound %v", m.Offset, m.ErrorBound)
+	}
+	// A first reply off the floor: the second's t3 is not the kernel's
+	// yet, so a third probe; its reply brings the second's, at the floor.
+	p.out, p.n, p.sent = us(400, 50, 50, 52), 0, nil
+	if m, err := p.client.Measure(context.Background(), slaveAddr); err != nil || m.Sent != settledReplies {
+		t.Fatalf("first reply off the floor: %+v, %v", m, err)
 	}
 }
 
@@ -172,32 +212,41 @@ func TestAdaptiveContinuesWhenNoisy(t *testing.T) {
 	}
 }
 
-// The stop rule on its own: replies below MinReplies never suffice; a
-// best RTT near the floor suffices at MinReplies; a falling minimum does
-// not.
+// The stop rule on its own: replies below MinReplies never suffice; two
+// suffice only when one stamped by the kernel at both ends is at the
+// floor (within 20 %, or 5 µs of a small one); from three, a best RTT near the floor suffices; a
+// falling minimum does not.
 func TestSampleSetEnough(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	sample := func(rtt int) Sample {
+	sample := func(rtt int, kernel bool) Sample {
 		r := time.Duration(rtt) * time.Microsecond
-		return Sample{T1: t0, T2: t0.Add(r / 2), T3: t0.Add(r / 2), T4: t0.Add(r)}
+		return Sample{T1: t0, T2: t0.Add(r / 2), T3: t0.Add(r / 2), T4: t0.Add(r), KernelT1: kernel, KernelT3: kernel}
 	}
 	cases := []struct {
-		name  string
-		floor int
-		rtts  []int
-		want  bool
+		name   string
+		floor  int
+		rtts   []int
+		want   bool
+		kernel bool
 	}{
-		{"too few", 0, []int{100, 100}, false},
-		{"settled", 0, []int{100, 100, 100}, true},
-		{"falling", 0, []int{300, 200, 100}, false},
-		{"near floor", 90, []int{300, 200, 100}, true},
-		{"settled far above floor", 40, []int{100, 100, 100}, false},
-		{"at most", 40, []int{100, 100, 100, 100, 100, 100, 100, 100}, true},
+		{"too few", 0, []int{100, 100}, false, false},
+		{"one", 90, []int{100}, false, true},
+		{"two at the floor, kernel stamps", 90, []int{100, 95}, true, true},
+		{"two at the floor, user stamps", 90, []int{100, 95}, false, false},
+		{"two off the floor", 90, []int{200, 150}, false, true},
+		{"two, no floor known", 0, []int{100, 100}, false, true},
+		{"two, within the slack of a small floor", 8, []int{13, 40}, true, true},
+		{"two, beyond the slack of a small floor", 8, []int{14, 40}, false, true},
+		{"settled", 0, []int{100, 100, 100}, true, false},
+		{"falling", 0, []int{300, 200, 100}, false, false},
+		{"near floor", 90, []int{300, 200, 100}, true, false},
+		{"settled far above floor", 40, []int{100, 100, 100}, false, false},
+		{"at most", 40, []int{100, 100, 100, 100, 100, 100, 100, 100}, true, false},
 	}
 	for _, c := range cases {
 		s := SampleSet{Floor: time.Duration(c.floor) * time.Microsecond}
 		for _, r := range c.rtts {
-			s.Add(sample(r))
+			s.Add(sample(r, c.kernel))
 		}
 		if got := s.Enough(); got != c.want {
 			t.Errorf("%s: Enough %v, want %v", c.name, got, c.want)

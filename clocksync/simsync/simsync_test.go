@@ -190,7 +190,9 @@ func TestNoFrequencyRunaway(t *testing.T) {
 
 // The adaptive probe count: about three probes and three replies per
 // slave, plus ADJTIME and ACK (and the retries 1 % loss costs), where the
-// fixed count of 12 replies costs 26. The accuracy of both is
+// fixed count of 12 replies costs 26. (The simulator's stamps are taken
+// as user space takes them, so the stop at two replies, which needs
+// kernel stamps, never applies here.) The accuracy of both is
 // BenchmarkSync's figure; the convergence bound holds for both.
 func TestAdaptivePackets(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
