@@ -352,6 +352,7 @@ func sample(ctx context.Context, ds []*daemon, t0 time.Time) (netbench.Sample, [
 				p += c.Rx + c.Tx
 			}
 			s.Packets = append(s.Packets, p)
+			s.Loops = append(s.Loops, st.Packets["LOOP"].Rx+st.Packets["LOOP"].Tx)
 		}
 	}
 	for _, d := range ds {

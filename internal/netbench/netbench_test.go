@@ -125,6 +125,8 @@ func TestAnalyze(t *testing.T) {
 			// Three daemons; the two slaves each exchange 26 packets a
 			// round, the master 52.
 			s.Packets = []uint64{uint64(26 * i), uint64(52 * i), uint64(26 * i)}
+			// One LOOP a round among them, received by each slave.
+			s.Loops = []uint64{uint64(i), uint64(i), uint64(i)}
 			s.CPU = []float64{0.01 * float64(i), 0.1 * float64(i), 0.03 * float64(i)}
 			s.Poll = time.Duration(i) * time.Millisecond
 		}
@@ -141,8 +143,8 @@ func TestAnalyze(t *testing.T) {
 	if f.PollP95 != 19*time.Millisecond {
 		t.Errorf("p95 poll %v, want 19ms", f.PollP95)
 	}
-	if f.Rounds != 9 || f.PacketsPerSlaveRound != 26 {
-		t.Errorf("%v rounds, %v packets per slave per round; want 9, 26", f.Rounds, f.PacketsPerSlaveRound)
+	if f.Rounds != 9 || f.PacketsPerSlaveRound != 26 || f.MeasurePacketsPerSlaveRound != 25 {
+		t.Errorf("%v rounds, %v packets per slave per round, %v without LOOP; want 9, 26, 25", f.Rounds, f.PacketsPerSlaveRound, f.MeasurePacketsPerSlaveRound)
 	}
 	if math.Abs(f.CPUMaster-0.1) > 1e-9 || math.Abs(f.CPUSlave-0.01) > 1e-9 {
 		t.Errorf("CPU master %v, slave %v; want 0.1, 0.01 (the median slave's: the lower of two)", f.CPUMaster, f.CPUSlave)

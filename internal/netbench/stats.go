@@ -18,6 +18,9 @@ type Sample struct {
 	// Packets is each daemon's TSP and extension packets, sent and
 	// received, so far; nil unless every daemon answered.
 	Packets []uint64
+	// Loops is each daemon's LOOP packets among Packets: the master's
+	// broadcast, one a round, which BSD's count of ~12 leaves out.
+	Loops []uint64
 	// CPU is each daemon's CPU time so far, in seconds; nil unless it
 	// could be read for all.
 	CPU []float64
@@ -99,7 +102,10 @@ type Figures struct {
 	// types) over the window, per slave and per sync round the master
 	// counted; NaN where the master changed or its rounds are unknown.
 	PacketsPerSlaveRound float64
-	Rounds               float64 // sync rounds in the window
+	// MeasurePacketsPerSlaveRound is the same without the LOOPs: the
+	// measurement and the correction, BSD's anchor's basis.
+	MeasurePacketsPerSlaveRound float64
+	Rounds                      float64 // sync rounds in the window
 	// CPU over the window, as a fraction of one core: the master's, and
 	// the median slave's; NaN when unknown.
 	CPUMaster, CPUSlave float64
@@ -110,7 +116,7 @@ type Figures struct {
 // the last one's time less window); a spread is under a bound for good
 // when it has been for hold at the end.
 func Analyze(ss []Sample, window, hold time.Duration) Figures {
-	f := Figures{PacketsPerSlaveRound: math.NaN(), CPUMaster: math.NaN(), CPUSlave: math.NaN(),
+	f := Figures{PacketsPerSlaveRound: math.NaN(), MeasurePacketsPerSlaveRound: math.NaN(), CPUMaster: math.NaN(), CPUSlave: math.NaN(),
 		P50: math.NaN(), P95: math.NaN(), Max: math.NaN()}
 	f.MasterAfter, f.HasMaster = FirstMaster(ss)
 	f.Under1ms, f.Settled1ms = ForGood(ss, 1e-3, hold)
@@ -147,14 +153,9 @@ func Analyze(ss []Sample, window, hold time.Duration) Figures {
 	}
 	m := first.Master
 	f.Rounds = last.Rounds - first.Rounds
-	var pkts uint64
-	for i := range last.Packets {
-		if i != m {
-			pkts += last.Packets[i] - first.Packets[i]
-		}
-	}
-	if f.Rounds > 0 && len(last.Packets) > 1 {
-		f.PacketsPerSlaveRound = float64(pkts) / float64(len(last.Packets)-1) / f.Rounds
+	f.PacketsPerSlaveRound = perSlaveRound(first.Packets, last.Packets, m, f.Rounds)
+	if loops := perSlaveRound(first.Loops, last.Loops, m, f.Rounds); !math.IsNaN(loops) {
+		f.MeasurePacketsPerSlaveRound = f.PacketsPerSlaveRound - loops
 	}
 	if first.CPU != nil && last.CPU != nil && last.At > first.At {
 		wall := (last.At - first.At).Seconds()
@@ -170,4 +171,20 @@ func Analyze(ss []Sample, window, hold time.Duration) Figures {
 		f.CPUSlave = Percentile(slaves, 50)
 	}
 	return f
+}
+
+// perSlaveRound is the slaves' (every daemon but the master m) growth of
+// a counter from first to last, per slave and per round; NaN when either
+// is missing or there are no rounds.
+func perSlaveRound(first, last []uint64, m int, rounds float64) float64 {
+	if rounds <= 0 || len(last) < 2 || len(first) != len(last) {
+		return math.NaN()
+	}
+	var n uint64
+	for i := range last {
+		if i != m {
+			n += last[i] - first[i]
+		}
+	}
+	return float64(n) / float64(len(last)-1) / rounds
 }

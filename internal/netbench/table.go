@@ -74,7 +74,9 @@ func Table(rs []Result, interval time.Duration) string {
 		}),
 		row("time until spread < 1 ms for good", AnchorSettle, func(r Result) string { return settle(r.Under1ms, r.Settled1ms) }),
 		row("time until spread < 100 µs for good", AnchorSettle, func(r Result) string { return settle(r.Under100us, r.Settled100us) }),
-		row("packets per slave per sync round", AnchorPackets, func(r Result) string { return number(r.PacketsPerSlaveRound, "%.1f") }),
+		row("packets per slave per sync round, all / without LOOP", AnchorPackets, func(r Result) string {
+			return number(r.PacketsPerSlaveRound, "%.1f") + " / " + number(r.MeasurePacketsPerSlaveRound, "%.1f")
+		}),
 		row("RSS per daemon, median / max", "—", func(r Result) string {
 			if r.RSSMax == 0 {
 				return "—"
