@@ -41,6 +41,25 @@ func newAttacker(t *testing.T) *attacker {
 	return &attacker{t: t, conn: conn}
 }
 
+// awaitDatagram reads conn until match takes a datagram, failing the
+// test with what when none has within the bound.
+func awaitDatagram(t *testing.T, conn *net.UDPConn, within time.Duration, what string, match func(from *net.UDPAddr, b []byte) bool) {
+	t.Helper()
+	if err := conn.SetReadDeadline(time.Now().Add(within)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := conn.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if match(from, buf[:n]) {
+			return
+		}
+	}
+}
+
 func (a *attacker) sendRaw(to *node, b []byte) {
 	a.t.Helper()
 	if _, err := a.conn.WriteToUDP(b, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: to.port}); err != nil {
@@ -282,19 +301,10 @@ func TestAttackForgedTrustedName(t *testing.T) {
 		a.send(s, tsp.Packet{Type: tsp.AdjTime, Seq: 8, Time: durationTimeval(t, 4995*time.Second), Name: c.master.name})
 	}
 	// The slaves suppress the impostor: it gets QUIT.
-	if err := a.conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 2048)
-	for {
-		n, _, err := a.conn.ReadFromUDP(buf)
-		if err != nil {
-			t.Fatalf("the impostor was never told to QUIT: %v", err)
-		}
-		if p, err := tsp.Unmarshal(buf[:n]); err == nil && p.Type == tsp.Quit {
-			break
-		}
-	}
+	awaitDatagram(t, a.conn, 10*time.Second, "the impostor was never told to QUIT", func(_ *net.UDPAddr, b []byte) bool {
+		p, err := tsp.Unmarshal(b)
+		return err == nil && p.Type == tsp.Quit
+	})
 	c.held("forged trusted name", before)
 }
 

@@ -28,19 +28,10 @@ func setDate(t *testing.T, port int, when time.Time) {
 	}
 	// BSD's date(1) waits 2 s for the ACK and 5 s more for DATEACK; a
 	// slave's DATEACK waits for its master's, after up to 6.2 s of tries.
-	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 2048)
-	for {
-		n, _, err := conn.ReadFromUDP(buf)
-		if err != nil {
-			t.Fatalf("no DATEACK from port %d: %v", port, err)
-		}
-		if p, err := tsp.Unmarshal(buf[:n]); err == nil && p.Type == tsp.DateAck && p.Seq == 77 {
-			return
-		}
-	}
+	awaitDatagram(t, conn, 10*time.Second, fmt.Sprintf("no DATEACK from port %d", port), func(_ *net.UDPAddr, b []byte) bool {
+		p, err := tsp.Unmarshal(b)
+		return err == nil && p.Type == tsp.DateAck && p.Seq == 77
+	})
 }
 
 // listenReserved opens a loopback UDP socket on a free reserved port, as

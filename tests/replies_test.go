@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -29,20 +30,13 @@ func TestReplyTableLive(t *testing.T) {
 		if _, err := conn.WriteToUDP(b, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: to.port}); err != nil {
 			t.Fatal(err)
 		}
-		if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				t.Fatalf("%v to %s: no answer: %v", p.Type, to.name, err)
-			}
-			r, err := tsp.Unmarshal(buf[:n])
-			if err == nil && from.Port == to.port && r.Seq == p.Seq {
-				return r
-			}
-		}
+		var r tsp.Packet
+		awaitDatagram(t, conn, 5*time.Second, fmt.Sprintf("%v to %s: no answer", p.Type, to.name), func(from *net.UDPAddr, b []byte) bool {
+			var err error
+			r, err = tsp.Unmarshal(b)
+			return err == nil && from.Port == to.port && r.Seq == p.Seq
+		})
+		return r
 	}
 	walked := 0
 	for i, r := range election.Replies {

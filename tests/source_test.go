@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -26,25 +27,17 @@ func TestTimeSourceLive(t *testing.T) {
 	}
 
 	ask(c.master, 31)
-	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 2048)
-	for {
-		n, from, err := conn.ReadFromUDP(buf)
-		if err != nil {
-			t.Fatalf("SOURCEREQ to the master %s: no answer: %v", c.master.name, err)
-		}
-		e, err := tsp.UnmarshalExt(buf[:n])
+	awaitDatagram(t, conn, 5*time.Second, "SOURCEREQ to the master "+c.master.name+": no answer", func(from *net.UDPAddr, b []byte) bool {
+		e, err := tsp.UnmarshalExt(b)
 		if err != nil || from.Port != c.master.port || e.Kind != tsp.ExtSource || e.Seq != 31 {
-			continue
+			return false
 		}
 		s, err := tsp.UnmarshalSource(e.Payload)
 		if err != nil || s.Name != c.master.name || s.Hops != 0 || e.Name != c.master.name {
 			t.Fatalf("answer %+v, payload %+v, %v: want the master's own name, 0 hops", e, s, err)
 		}
-		break
-	}
+		return true
+	})
 
 	// The slave: the question, then MSITE, which the daemon takes in the
 	// order they came (one queue, one loop) and answers with an ACK. No
@@ -52,22 +45,14 @@ func TestTimeSourceLive(t *testing.T) {
 	slave := c.slaves[0]
 	ask(slave, 32)
 	a.send(slave, tsp.Packet{Type: tsp.MSite, Seq: 33, Name: "asker"})
-	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		n, from, err := conn.ReadFromUDP(buf)
-		if err != nil {
-			t.Fatalf("MSITE to the slave %s: no ACK: %v", slave.name, err)
-		}
+	awaitDatagram(t, conn, 5*time.Second, "MSITE to the slave "+slave.name+": no ACK", func(from *net.UDPAddr, b []byte) bool {
 		if from.Port != slave.port {
-			continue
+			return false
 		}
-		if e, err := tsp.UnmarshalExt(buf[:n]); err == nil && e.Kind == tsp.ExtSource {
+		if e, err := tsp.UnmarshalExt(b); err == nil && e.Kind == tsp.ExtSource {
 			t.Fatalf("the slave %s answered the question: %+v", slave.name, e)
 		}
-		if p, err := tsp.Unmarshal(buf[:n]); err == nil && p.Type == tsp.Ack && p.Seq == 33 {
-			break
-		}
-	}
+		p, err := tsp.Unmarshal(b)
+		return err == nil && p.Type == tsp.Ack && p.Seq == 33
+	})
 }
