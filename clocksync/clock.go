@@ -101,3 +101,10 @@ func ParseClock(spec string, src TimeSource) (Clock, error) {
 		return nil, fmt.Errorf("%w %q: want %s", ErrBadClockSpec, spec, ClockChoices)
 	}
 }
+
+// nowWithSource: the host clock is the real time its readings are of
+// (pairedClock).
+func (c *SystemClock) nowWithSource() (clock, source time.Time) {
+	t := c.Now()
+	return t, t
+}

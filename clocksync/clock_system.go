@@ -132,10 +132,3 @@ func (c *SystemClock) CheckPermission() error {
 	}
 	return nil
 }
-
-// nowWithSource: the host clock is the real time its readings are of
-// (pairedClock).
-func (c *SystemClock) nowWithSource() (clock, source time.Time) {
-	t := c.Now()
-	return t, t
-}

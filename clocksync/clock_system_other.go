@@ -32,10 +32,3 @@ func (c *SystemClock) State() (ClockState, error) {
 func (c *SystemClock) CheckPermission() error {
 	return fmt.Errorf("system clock: %w; use --clock=dry-run or --clock=sim:...", ErrUnsupported)
 }
-
-// nowWithSource: the host clock is the real time its readings are of
-// (pairedClock).
-func (c *SystemClock) nowWithSource() (clock, source time.Time) {
-	t := c.Now()
-	return t, t
-}

@@ -199,28 +199,28 @@ func (s *SampleSet) Measurement(sent int) (Measurement, error) {
 	if s.Floor > 0 {
 		floor = min(floor, s.Floor)
 	}
+	// used: the samples combined; Stamps tells which sides gave kernel
+	// stamps, in any valid sample.
+	used := func(x Sample) bool { return x.Valid() && x.RTT() <= 2*best }
 	var at time.Time
-	var used []Sample
-	for _, x := range s.samples {
-		if x.Valid() && x.RTT() <= 2*best {
-			used = append(used, x)
-			if x.T4.After(at) {
-				at = x.T4
-			}
-		}
-	}
-	// Stamps tells which sides gave kernel stamps, in any valid sample.
 	kernelT1, kernelT3 := false, false
 	for _, x := range s.samples {
-		if x.Valid() {
-			kernelT1, kernelT3 = kernelT1 || x.KernelT1, kernelT3 || x.KernelT3
+		if !x.Valid() {
+			continue
+		}
+		kernelT1, kernelT3 = kernelT1 || x.KernelT1, kernelT3 || x.KernelT3
+		if used(x) && x.T4.After(at) {
+			at = x.T4
 		}
 	}
 	var sw, so float64
 	lo, hi := time.Duration(-1<<63), time.Duration(1<<63-1)
 	var bestBound time.Duration
 	var bestOff time.Duration
-	for _, x := range used {
+	for _, x := range s.samples {
+		if !used(x) {
+			continue
+		}
 		e := float64(x.RTT() - floor + sampleNoise(x))
 		w := 1 / (e * e)
 		off := x.Offset()

@@ -702,11 +702,7 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 		m.become(Consistency, "MASTERACK from "+p.Name)
 		m.setTimer(TimerConsistency, m.cfg.ConflictWindow)
 	case tsp.MasterUp:
-		if m.isTrusted(peer.Addr) {
-			m.followMaster(peer, "MASTERUP from "+p.Name)
-		} else {
-			m.suppress(peer)
-		}
+		m.followMasterUp(p, peer)
 	case tsp.MasterReq, tsp.Election:
 		m.sawOther = true
 		m.armColdStart(peer.Addr)
@@ -717,6 +713,16 @@ func (m *Machine) recvStartUp(p tsp.Packet, peer Peer) {
 	}
 }
 
+// followMasterUp follows the master that sent MASTERUP, or suppresses it
+// when it is not trusted.
+func (m *Machine) followMasterUp(p tsp.Packet, peer Peer) {
+	if m.isTrusted(peer.Addr) {
+		m.followMaster(peer, "MASTERUP from "+p.Name)
+	} else {
+		m.suppress(peer)
+	}
+}
+
 func (m *Machine) recvConsistency(p tsp.Packet, peer Peer) {
 	m.ackSlaveSide(p, peer.Addr)
 	if p.Type == tsp.MasterUp {
@@ -724,11 +730,7 @@ func (m *Machine) recvConsistency(p tsp.Packet, peer Peer) {
 		// it: the one that answered our probe may since have quit to it
 		// (two masters of a cold start merge so), and following the first
 		// would leave us a slave of a slave until our election timer.
-		if m.isTrusted(peer.Addr) {
-			m.followMaster(peer, "MASTERUP from "+p.Name)
-		} else {
-			m.suppress(peer)
-		}
+		m.followMasterUp(p, peer)
 		return
 	}
 	if p.Type != tsp.MasterAck || p.Seq != m.probeSeq || p.Name == m.first.Name {
@@ -752,11 +754,7 @@ func (m *Machine) recvNoMaster(p tsp.Packet, peer Peer) {
 		m.armElection()
 		m.recvSlave(p, peer)
 	case tsp.MasterUp:
-		if m.isTrusted(peer.Addr) {
-			m.followMaster(peer, "MASTERUP from "+p.Name)
-		} else {
-			m.suppress(peer)
-		}
+		m.followMasterUp(p, peer)
 	}
 }
 

@@ -80,8 +80,8 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.st.refusedPacket(a.Reason)
 		// Refusals come at the rate of whoever sends them: the log says
 		// each kind once a minute per source, with the count suppressed.
-		if e := rt.d.refusedLog.Entry(limit.Key{Msg: "refused " + string(a.Reason), Source: a.From.Addr()}, time.Now()); e != nil {
-			e.WithFields(logrus.Fields{"network": rt.network.String(), "type": a.Type.String(), "from": a.From.String()}).Debug("refused " + string(a.Reason))
+		if e := rt.d.peerLog("refused "+string(a.Reason), a.From); e != nil {
+			e.WithFields(logrus.Fields{"network": rt.network.String(), "type": a.Type.String()}).Debug("refused " + string(a.Reason))
 		}
 	case election.Ignored:
 		rt.ignored(a)

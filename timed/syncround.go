@@ -25,8 +25,6 @@ type syncDone struct {
 // roundBudget is the share of the sync interval a round may spend
 // measuring: the rest is left for the corrections to be sent and
 // acknowledged before the next round.
-func (d *Daemon) roundBudget() time.Duration { return roundBudget(d.cfg.Election.SyncInterval) }
-
 func roundBudget(syncInterval time.Duration) time.Duration {
 	return min(syncInterval/2, 3*time.Second)
 }
@@ -40,7 +38,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	for i, s := range slaves {
 		trusted[i] = rt.m().Trusted(s.Addr)
 	}
-	deadline := time.Now().Add(d.roundBudget())
+	deadline := time.Now().Add(roundBudget(d.cfg.Election.SyncInterval))
 	// The master's clock is the truth of the round (BSD dictate) when the
 	// Host says so (a submaster, or a network other than the one whose
 	// rounds vote) and for a few rounds after a date change.
@@ -76,16 +74,13 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 func planRound(res []clocksync.Result, slaves []election.Peer, trusted []bool, rtt *clocksync.RTTHistory, dictate bool,
 	netOpt clocksync.NetworkOptions, opt clocksync.CorrectOptions) (clocksync.NetworkResult, []election.Correction) {
 	offsets := make([]clocksync.HostOffset, len(res))
-	slack := make([]time.Duration, len(res))
 	hosts, ms, ok := make([]string, len(res)), make([]clocksync.Measurement, len(res)), make([]bool, len(res))
 	for i, m := range res {
 		hosts[i], ms[i], ok[i] = m.Host.String(), m.Measurement, m.Err == nil
 	}
 	verdicts := rtt.JudgeRound(hosts, ms, ok)
 	for i, m := range res {
-		judged := verdicts[i]
-		slack[i] = judged.Slack
-		offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil && !judged.Outlier}
+		offsets[i] = clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: trusted[i], Responsive: m.Err == nil && !verdicts[i].Outlier}
 	}
 	var network clocksync.NetworkResult
 	if !dictate {
@@ -99,7 +94,7 @@ func planRound(res []clocksync.Result, slaves []election.Peer, trusted []bool, r
 		// BSD's correct(): ADJTIME below the step threshold, SETTIME
 		// (carrying the network time, which the machine stamps) at or
 		// above it.
-		plan := clocksync.PlanJustified(network.Offset, m.Offset, slack[i], false, time.Time{}, opt)
+		plan := clocksync.PlanJustified(network.Offset, m.Offset, verdicts[i].Slack, false, time.Time{}, opt)
 		corrections = append(corrections, election.Correction{Name: slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
 	}
 	return network, corrections
@@ -156,10 +151,15 @@ func (s *netStatus) roundHosts(list []election.Peer) ([]election.Peer, []clocksy
 	order := s.measureOrder(list)
 	hosts := make([]clocksync.RoundHost, len(order))
 	for i, p := range order {
-		sl := s.slaves[p.Name]
-		hosts[i] = clocksync.RoundHost{Addr: p.Addr, Answered: sl != nil && !sl.LastSeen.IsZero() && sl.Failures == 0}
+		hosts[i] = clocksync.RoundHost{Addr: p.Addr, Answered: s.answered(p.Name) && s.slaves[p.Name].Failures == 0}
 	}
 	return order, hosts
+}
+
+// answered: the slave has answered a measurement before.
+func (s *netStatus) answered(name string) bool {
+	sl := s.slaves[name]
+	return sl != nil && !sl.LastSeen.IsZero()
 }
 
 // measureOrder is the order a round measures the slaves in: those that
@@ -174,12 +174,8 @@ func (s *netStatus) roundHosts(list []election.Peer) ([]election.Peer, []clocksy
 // the table and ran for election.
 func (s *netStatus) measureOrder(list []election.Peer) []election.Peer {
 	out := slices.Clone(list)
-	answered := func(p election.Peer) bool {
-		sl := s.slaves[p.Name]
-		return sl != nil && !sl.LastSeen.IsZero()
-	}
 	slices.SortStableFunc(out, func(a, b election.Peer) int {
-		switch aa, ba := answered(a), answered(b); {
+		switch aa, ba := s.answered(a.Name), s.answered(b.Name); {
 		case aa == ba:
 			return 0
 		case aa:

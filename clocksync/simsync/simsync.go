@@ -397,7 +397,6 @@ func (sm *sim) round() {
 	sm.s.After(measureWindow, func() {
 		offsets := make([]clocksync.HostOffset, 0, len(sm.nodes)-1)
 		meas := make([]*clocksync.Measurement, len(sm.nodes))
-		excess := make([]time.Duration, len(sm.nodes))
 		names, ms, ok := make([]string, len(sm.nodes)), make([]clocksync.Measurement, len(sm.nodes)), make([]bool, len(sm.nodes))
 		for i := 1; i < len(sm.nodes); i++ {
 			m, err := sm.measurement(samples[i], sent[i])
@@ -415,7 +414,6 @@ func (sm *sim) round() {
 			m := ms[i]
 			meas[i] = &m
 			j := verdicts[i]
-			excess[i] = j.Slack
 			offsets = append(offsets, clocksync.HostOffset{Offset: m.Offset, ErrorBound: m.ErrorBound, Trusted: true, Responsive: !j.Outlier})
 			if round > 1 {
 				sm.res.Eps = max(sm.res.Eps, m.RTT/2-sm.cfg.DelayMin)
@@ -432,7 +430,7 @@ func (sm *sim) round() {
 			if meas[i] == nil {
 				continue
 			}
-			c := clocksync.PlanJustified(nt.Offset, meas[i].Offset, excess[i], !sm.nodes[i].known, now, copt)
+			c := clocksync.PlanJustified(nt.Offset, meas[i].Offset, verdicts[i].Slack, !sm.nodes[i].known, now, copt)
 			sm.nodes[i].known = true
 			sm.sendCorrection(i, c)
 		}
