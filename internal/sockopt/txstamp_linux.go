@@ -145,25 +145,29 @@ func (s *TxStamper) readTxTimestamp(since time.Time, wait time.Duration) (time.T
 // TxTimestamp returns the software transmit timestamp in an error-queue
 // message's control messages: SCM_TIMESTAMPING's first timespec, when the
 // extended error beside it (if any) says it is a send stamp.
+//
+// It walks the messages in place, as ControlMessage does: it runs after
+// every stamped send.
 func TxTimestamp(oob []byte) (time.Time, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
 	var at time.Time
 	stamp, send := false, true
-	for _, m := range msgs {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h, data, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			return time.Time{}, false
+		}
 		switch {
-		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING:
-			at, stamp = timespec(m.Data)
-		case m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR,
-			m.Header.Level == unix.SOL_IPV6 && m.Header.Type == unix.IPV6_RECVERR:
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPING:
+			at, stamp = timespec(data)
+		case h.Level == unix.SOL_IP && h.Type == unix.IP_RECVERR,
+			h.Level == unix.SOL_IPV6 && h.Type == unix.IPV6_RECVERR:
 			// struct sock_extended_err: errno u32, origin u8, type u8,
 			// code u8, pad u8, info u32, data u32.
-			if d := m.Data; len(d) >= 16 {
-				send = d[4] == unix.SO_EE_ORIGIN_TIMESTAMPING && binary.NativeEndian.Uint32(d[8:]) == unix.SCM_TSTAMP_SND
+			if len(data) >= 16 {
+				send = data[4] == unix.SO_EE_ORIGIN_TIMESTAMPING && binary.NativeEndian.Uint32(data[8:]) == unix.SCM_TSTAMP_SND
 			}
 		}
+		oob = rest
 	}
 	if !stamp || !send || at.IsZero() || at.Unix() == 0 {
 		return time.Time{}, false

@@ -436,17 +436,9 @@ func (t *Transport) SendExtStamped(e *tsp.ExtPacket, to netip.AddrPort) (time.Ti
 	if t.tx == nil {
 		return time.Time{}, false, t.send(b, to, 0, &t.stats.sentExt[e.Kind])
 	}
-	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+	to = unmap(to)
 	t.stampMu.Lock()
-	at, ok, err := t.tx.Write(func(oob []byte) error {
-		t.sendMu.Lock()
-		defer t.sendMu.Unlock()
-		d, err := t.sign(b)
-		if err == nil {
-			_, _, err = t.conn.WriteMsgUDPAddrPort(d, oob, to)
-		}
-		return err
-	})
+	at, ok, err := t.tx.Write(func(oob []byte) error { return t.write(b, to, 0, oob) })
 	t.stampMu.Unlock()
 	return at, ok, t.sent(to, err, &t.stats.sentExt[e.Kind])
 }
@@ -523,17 +515,30 @@ func (t *Transport) broadcast(b []byte, n Network, sent *atomic.Uint64) error {
 // write, while another was signed and written, arrived second and was
 // dropped as a replay. One socket writes in the order it is called.
 func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.Uint64) error {
-	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+	to = unmap(to)
+	return t.sent(to, t.write(b, to, ifIndex, nil), sent)
+}
+
+// write signs b and writes it to to under sendMu: with oob (a stamped
+// send's control message) when given, else through ifIndex's interface
+// when non-zero, else plainly.
+func (t *Transport) write(b []byte, to netip.AddrPort, ifIndex int, oob []byte) error {
 	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
 	d, err := t.sign(b)
-	if err == nil && ifIndex == 0 {
+	switch {
+	case err != nil:
+	case oob != nil:
+		_, _, err = t.conn.WriteMsgUDPAddrPort(d, oob, to)
+	case ifIndex == 0:
 		_, err = t.conn.WriteToUDPAddrPort(d, to)
-	} else if err == nil {
+	default:
 		_, err = t.pc.WriteTo(d, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	}
-	t.sendMu.Unlock()
-	return t.sent(to, err, sent)
+	return err
 }
+
+func unmap(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()) }
 
 // sent counts a send's outcome.
 func (t *Transport) sent(to netip.AddrPort, err error, sent *atomic.Uint64) error {
