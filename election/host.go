@@ -519,10 +519,10 @@ func (h *Host) rootAt(i int, from netip.AddrPort, name string) (root string, fwd
 // sourceAt is rootAt with the gateways between the master and its source
 // (0: it follows nobody).
 func (h *Host) sourceAt(i int, from netip.AddrPort, name string) (root string, hops int) {
-	if t, ok := h.told(i, from); ok && !h.heardLong(i, from) {
+	ls := h.freshLoops(i, from, h.nets[i].cfg.rootWindow())
+	if t, ok := h.told(i, from); ok && !h.heardLongFrom(i, from, ls) {
 		return t.source, t.hops
 	}
-	ls := h.freshLoops(i, from, h.nets[i].cfg.rootWindow())
 	if len(ls) == 0 {
 		return name, 0
 	}
@@ -688,7 +688,7 @@ func (h *Host) settle(j int) {
 	switch {
 	case rj == h.name || h.downstream(j, q.Addr):
 		h.ignore(j, "its master "+q.Name+" takes its time from us")
-	case h.slave < 0 && h.firstMastered() < 0:
+	case h.alone():
 		h.slave = j
 	case eligible && rj != mine && !h.rootsKnown(j, q):
 		h.ignore(j, "time sources not known yet")
@@ -734,10 +734,15 @@ func (h *Host) rootsKnown(j int, q Peer) bool {
 // bound on the jitter of delivery), so that the master's next LOOP after a
 // round, a little early, counts.
 func (h *Host) heardLong(i int, a netip.AddrPort) bool {
+	return h.heardLongFrom(i, a, h.freshLoops(i, a, h.nets[i].cfg.rootWindow()))
+}
+
+// heardLongFrom is heardLong with a's fresh LOOPs already gathered.
+func (h *Host) heardLongFrom(i int, a netip.AddrPort, fresh []tsp.Packet) bool {
 	n := h.nets[i]
 	since, ok := n.since[a]
 	round := n.cfg.SyncInterval - n.cfg.Retransmit[0]
-	return ok && len(h.freshLoops(i, a, n.cfg.rootWindow())) > 0 && h.now.Sub(since) >= round
+	return ok && len(fresh) > 0 && h.now.Sub(since) >= round
 }
 
 func (h *Host) ownRootKnown() bool {
@@ -840,9 +845,51 @@ func (h *Host) look(j int) {
 // resume takes ignored network j back into use: its machine starts
 // afresh.
 func (h *Host) resume(j int, why string) {
+	h.unignore(j, why)
+	h.stepMachine(j, Start{})
+}
+
+// unignore marks network j in use again, and says why.
+func (h *Host) unignore(j int, why string) {
 	h.nets[j].mode, h.nets[j].waiting, h.nets[j].waitFor = netRunning, false, Peer{}
 	h.emit(j, Ignored{On: false, Reason: why})
-	h.stepMachine(j, Start{})
+}
+
+// alone: this host follows no master and masters no network, so it has
+// no time source of its own to weigh others against.
+func (h *Host) alone() bool { return h.slave < 0 && h.firstMastered() < 0 }
+
+// sourceOrder places another master's time source against this host's.
+type sourceOrder int
+
+const (
+	sameTree       sourceOrder = iota // one tree: ours, or downstream of us
+	theirsOutranks                    // its source's name is lower
+	oursOutranks
+)
+
+// compareSource places master q of network j against this host: the
+// order, q's time source r and ours, mine.
+func (h *Host) compareSource(j int, q Peer) (order sourceOrder, r, mine string) {
+	mine = h.root()
+	r, _ = h.rootAt(j, q.Addr, q.Name)
+	switch {
+	case r == h.name || r == mine || h.downstream(j, q.Addr):
+		return sameTree, r, mine
+	case r < mine:
+		return theirsOutranks, r, mine
+	}
+	return oursOutranks, r, mine
+}
+
+// outranksMsg and outrankedMsg say why a network's master q was followed
+// or taken over, by the time sources compareSource compared.
+func outranksMsg(q Peer, r, mine string) string {
+	return "master " + q.Name + " with time source " + r + ", which outranks " + mine
+}
+
+func outrankedMsg(q Peer, r, mine string) string {
+	return "master " + q.Name + " with time source " + r + ", outranked by " + mine
 }
 
 // lookReason says why network j should be taken back into use, or "";
@@ -851,7 +898,7 @@ func (h *Host) resume(j int, why string) {
 // else zero.
 func (h *Host) lookReason(j int) (why string, pending Peer) {
 	n := h.nets[j]
-	if h.slave < 0 && h.firstMastered() < 0 {
+	if h.alone() {
 		return "no time source elsewhere", Peer{}
 	}
 	if !n.cfg.MayBeMaster {
@@ -864,14 +911,12 @@ func (h *Host) lookReason(j int) (why string, pending Peer) {
 	if !h.known(j, a) || !h.ownRootKnown() {
 		return "", Peer{Name: name, Addr: a}
 	}
-	mine := h.root()
-	r, _ := h.rootAt(j, a, name)
-	switch {
-	case r == h.name || r == mine || h.downstream(j, a):
-	case r < mine:
-		return "master " + name + " with time source " + r + ", which outranks " + mine, Peer{}
-	default:
-		return "master " + name + " with time source " + r + ", outranked by " + mine, Peer{}
+	q := Peer{Name: name, Addr: a}
+	switch order, r, mine := h.compareSource(j, q); order {
+	case theirsOutranks:
+		return outranksMsg(q, r, mine), Peer{}
+	case oursOutranks:
+		return outrankedMsg(q, r, mine), Peer{}
 	}
 	return "", Peer{}
 }

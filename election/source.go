@@ -227,20 +227,17 @@ func (h *Host) resumeWaiting(j int) {
 	n := h.nets[j]
 	q := n.waitFor
 	n.waitFor = Peer{}
-	rj, _ := h.rootAt(j, q.Addr, q.Name)
-	mine := h.root()
-	alone := h.slave < 0 && h.firstMastered() < 0
+	order, r, mine := h.compareSource(j, q)
+	alone := h.alone()
 	switch {
-	case !alone && (rj == h.name || rj == mine || h.downstream(j, q.Addr)):
+	case !alone && order == sameTree:
 		n.waiting = false // one tree: j stays ignored, looked at as before
-	case alone || rj < mine:
+	case alone || order == theirsOutranks:
 		h.emit(j, CancelTimer{ID: TimerLook})
-		h.resume(j, "master "+q.Name+" with time source "+rj+", which outranks "+mine)
+		h.resume(j, outranksMsg(q, r, mine))
 	default:
 		h.emit(j, CancelTimer{ID: TimerLook})
-		reason := "our time source " + mine + " outranks " + rj
-		n.mode, n.waiting = netRunning, false
-		h.emit(j, Ignored{On: false, Reason: "master " + q.Name + " with time source " + rj + ", outranked by " + mine})
-		h.takeOver(j, q, reason)
+		h.unignore(j, outrankedMsg(q, r, mine))
+		h.takeOver(j, q, "our time source "+mine+" outranks "+r)
 	}
 }
