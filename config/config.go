@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp/auth"
 )
@@ -201,7 +202,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	for _, k := range durationKeys {
 		fs.String(k.key, "", k.usage+" (Go duration; default from --profile, or derived from the timers it must stay in order with)")
 	}
-	fs.Int("makestep-count", 3, fmt.Sprintf("how many corrections after start or an alarm may be stepped (makestep-threshold); 0: none, slew as BSD (at most %d)", MaxMakeStepCount))
+	fs.Int("makestep-count", clocksync.DefaultMakeStep.Count, fmt.Sprintf("how many corrections after start or an alarm may be stepped (makestep-threshold); 0: none, slew as BSD (at most %d)", MaxMakeStepCount))
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
 	fs.String("drift-file", "", "file keeping the frequency estimate (ppm) across restarts: read at start, written hourly and at stop (default: none; the unit sets /var/lib/timed/drift)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
@@ -354,10 +355,9 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 		defaults = election.DefaultConfig
 	}
 	c.Election = defaults("")
-	// 50 ms is clocksync.DefaultMaxSourceInfluence: one host alone never
-	// makes the master step.
-	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: 50 * time.Millisecond,
-		MakeStepThreshold: time.Millisecond} // clocksync.DefaultMakeStep
+	// MaxSourceInfluence: one host alone never makes the master step.
+	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: clocksync.DefaultMaxSourceInfluence,
+		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold}
 
 	c.MayBeMaster = r.boolean("master")
 	c.Trusted = r.list("trusted", "a list of host names or addresses")
