@@ -19,8 +19,8 @@ import (
 )
 
 // oneAnswer reads timedc's --json output for a command that speaks to
-// one host (or the local daemon): an array of one object (README,
-// "timedc's JSON"), decoded into v.
+// one host (or the local daemon): an array of one object
+// (docs/operating.md, "timedc's JSON"), decoded into v.
 func oneAnswer(out string, v any) error {
 	var answers []json.RawMessage
 	if err := json.Unmarshal([]byte(out), &answers); err != nil {

@@ -173,7 +173,7 @@ type syncCollector struct{ d *Daemon }
 
 var (
 	syncedDesc = prometheus.NewDesc("timed_synchronised",
-		"1 while the host is synchronised (README, \"Is it synchronised?\"): a slave that applied its master's correction within 2 sync intervals, "+
+		"1 while the host is synchronised (docs/operating.md, \"Is it synchronised?\"): a slave that applied its master's correction within 2 sync intervals, "+
 			"a master whose last round within 2 sync intervals measured a slave, or that has none; 0 otherwise, and in alarm.", nil, nil)
 	corrAgeDesc = prometheus.NewDesc("timed_last_correction_age_seconds",
 		"Time since the last correction applied to the local clock; absent before the first.", nil, nil)

@@ -15,7 +15,7 @@ import (
 
 // Is this host synchronised, how far is its clock from network time, and
 // how does it know: `timedc status`'s first lines, `timedc sources`, and
-// the timed_synchronised metric. The README's "Is it synchronised?"
+// the timed_synchronised metric. docs/operating.md's "Is it synchronised?"
 // states the rules; judge implements them.
 //
 // What each role can honestly say. A master measures its slaves every
@@ -215,7 +215,7 @@ func (d *Daemon) publishSync() {
 // lost or late does not flip the state.
 func (f *syncFacts) late() time.Duration { return 2 * f.interval }
 
-// judge is the sync state and why (README, "Is it synchronised?").
+// judge is the sync state and why (docs/operating.md, "Is it synchronised?").
 func (f *syncFacts) judge(now time.Time, alarm clocksync.AlarmState) (state, reason string) {
 	if alarm.On {
 		return control.InAlarm, fmt.Sprintf("the clock is %v from network time, beyond max-step %v: `timedc step --to-network` steps it there", alarm.Offset, f.maxStep)

@@ -17,7 +17,7 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// TestJudge: the rules of README's "Is it synchronised?", with a sync
+// TestJudge: the rules of docs/operating.md's "Is it synchronised?", with a sync
 // interval of 1 s.
 func TestJudge(t *testing.T) {
 	slave := func(master string) []netFacts {

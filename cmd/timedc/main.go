@@ -125,7 +125,7 @@ func interactive(base *options, in io.Reader) error {
 	}
 }
 
-// schemaVersion is the version of timedc's JSON (README, "timedc's JSON"):
+// schemaVersion is the version of timedc's JSON (docs/operating.md, "timedc's JSON"):
 // every object of every command carries it, so a script can refuse a
 // shape it does not know. It changes only when a field changes meaning or
 // goes away; new fields do not change it.

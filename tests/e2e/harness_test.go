@@ -410,7 +410,7 @@ func (c *cluster) statusInto(service string, v any) error {
 	if err != nil {
 		return err
 	}
-	// timedc's JSON is an array of answers, one here (README, "timedc's JSON").
+	// timedc's JSON is an array of answers, one here (docs/operating.md, "timedc's JSON").
 	var answers []json.RawMessage
 	if err := json.Unmarshal([]byte(out), &answers); err != nil || len(answers) != 1 {
 		return fmt.Errorf("status of %s: want one answer: %v: %q", service, err, out)

@@ -142,7 +142,7 @@ type Network struct {
 	Slavenet bool `json:"slavenet,omitempty"`
 }
 
-// Sync states (Sync.State). README, "Is it synchronised?", defines them.
+// Sync states (Sync.State). docs/operating.md, "Is it synchronised?", defines them.
 const (
 	Synchronised   = "synchronised"
 	Unsynchronised = "unsynchronised"
