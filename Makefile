@@ -190,7 +190,7 @@ man: build
 
 ## install: binaries, unit, sysusers and tmpfiles entries, an example config
 ## (kept if one is there), man pages and completions; then it prints what an
-## admin does next (README, "Installing")
+## admin does next (docs/operating.md, "Installing in detail")
 PREFIX      ?= /usr/local
 DESTDIR     ?=
 UNITDIR     ?= /lib/systemd/system
