@@ -77,6 +77,9 @@ func dashboardQueries(t *testing.T) (exprs, labelValues map[string]string) {
 			ID      int    `json:"id"`
 			Type    string `json:"type"`
 			Title   string `json:"title"`
+			GridPos struct {
+				X, Y, W, H int
+			} `json:"gridPos"`
 			Targets []struct {
 				Expr       string `json:"expr"`
 				Datasource struct {
@@ -103,11 +106,21 @@ func dashboardQueries(t *testing.T) (exprs, labelValues map[string]string) {
 	}
 	exprs, labelValues = map[string]string{}, map[string]string{}
 	ids := map[int]bool{}
-	for _, p := range dash.Panels {
+	for i, p := range dash.Panels {
 		if ids[p.ID] {
 			t.Errorf("panel %q: id %d used twice", p.Title, p.ID)
 		}
 		ids[p.ID] = true
+		g := p.GridPos
+		if g.W <= 0 || g.H <= 0 || g.X < 0 || g.X+g.W > 24 {
+			t.Errorf("panel %q: gridPos %+v is not within Grafana's 24 columns", p.Title, g)
+		}
+		for _, q := range dash.Panels[:i] {
+			h := q.GridPos
+			if g.X < h.X+h.W && h.X < g.X+g.W && g.Y < h.Y+h.H && h.Y < g.Y+g.H {
+				t.Errorf("panels %q and %q overlap: %+v, %+v", q.Title, p.Title, h, g)
+			}
+		}
 		if p.Type != "row" && len(p.Targets) == 0 {
 			t.Errorf("panel %q queries nothing", p.Title)
 		}
