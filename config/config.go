@@ -111,6 +111,10 @@ type Sync struct {
 	// (never beyond max-step). Count 0: off, BSD's slewing.
 	MakeStepThreshold time.Duration
 	MakeStepCount     int
+	// KernelSyncStatus: with the system clock, the kernel is told whether
+	// the clock is synchronised (STA_UNSYNC, maxerror, esterror), as
+	// ntpd, systemd-timesyncd and chrony with rtcsync tell it.
+	KernelSyncStatus bool
 }
 
 // MaxMakeStepCount bounds makestep-count: past a few rounds the clock is
@@ -204,6 +208,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	}
 	fs.Int("makestep-count", clocksync.DefaultMakeStep.Count, fmt.Sprintf("how many corrections after start or an alarm may be stepped (makestep-threshold); 0: none, slew as BSD (at most %d)", MaxMakeStepCount))
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
+	fs.Bool("kernel-sync-status", true, "with --clock system, tell the kernel whether the clock is synchronised (STA_UNSYNC, maxerror, esterror): what timedatectl and time-sync.target read, and what turns on the kernel's 11-minute RTC updates; false leaves the kernel's state alone")
 	fs.String("drift-file", "", "file keeping the frequency estimate (ppm) across restarts: read at start, written hourly and at stop (default: none; the unit sets /var/lib/timed/drift)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
 	fs.String("auth-keys", "", "key file, chrony's format (ID TYPE KEY), readable by its owner only")
@@ -414,6 +419,7 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Sync.MakeStepCount = r.integer("makestep-count", 0, MaxMakeStepCount)
 	c.Sync.FrequencyDiscipline = r.boolean("frequency-discipline")
 	c.Sync.DriftFile = r.scalar("drift-file", "a path")
+	c.Sync.KernelSyncStatus = r.boolean("kernel-sync-status")
 	c.Auth = authSettings(r)
 
 	t := newTimers(c)
@@ -516,8 +522,8 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"peers": strings.Join(c.Peers, ","), "clock": c.Clock, "control-socket": c.ControlSocket,
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
 		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline), "drift-file": c.Sync.DriftFile,
-		"makestep-count": strconv.Itoa(c.Sync.MakeStepCount),
-		"auth":           c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
+		"makestep-count": strconv.Itoa(c.Sync.MakeStepCount), "kernel-sync-status": strconv.FormatBool(c.Sync.KernelSyncStatus),
+		"auth": c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
 		"unsigned-peers": joinPrefixes(c.Auth.UnsignedPeers), "auth-window": c.Auth.Window.String(), "state-dir": c.Auth.StateDir,
 	}
 	for _, k := range durationKeys {

@@ -15,6 +15,7 @@ import (
 // it is synchronised (the slave's offset within --max-offset too), and
 // the binary's exit codes tell the ways of failing apart: 3 where no
 // daemon answers, 1 where the socket refuses the user (with the hint).
+// Their clocks are simulated: the kernel's sync state is never told.
 func TestWaitsync(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, fiveOffsets[:2], func(int) []string { return []string{"-M"} })
@@ -32,6 +33,8 @@ func TestWaitsync(t *testing.T) {
 		st, err := c.status(n)
 		if err != nil || st.Sync == nil || st.Sync.State != "synchronised" {
 			t.Errorf("%s: waitsync returned, status says %+v (%v)", n.name, st, err)
+		} else if st.KernelSync != nil {
+			t.Errorf("%s: a simulated clock, yet the kernel was told %+v", n.name, st.KernelSync)
 		}
 	}
 

@@ -213,6 +213,7 @@ func (d *Daemon) snapshot() *control.Status {
 		st.OffsetSecs = sim.Offset().Seconds()
 	}
 	st.Sync = d.syncFacts().view(time.Now(), d.applier.Alarm())
+	st.KernelSync = d.ks.view(time.Now())
 	for _, rt := range d.runtimes {
 		st.Networks = append(st.Networks, rt.networkStatus())
 	}
