@@ -325,8 +325,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		"clock": d.cfg.Clock, "master": d.cfg.MayBeMaster}).Info("timed starting")
 	d.carryOut(d.host.Start(d.now()), time.Time{})
 	d.flushLogs()
-	d.publishSync()
 	d.tellKernel()
+	d.publishSync()
 	notifyReady(d)
 	d.saveDriftEvery(d.driftEvery)
 	d.tellKernelEvery(kernelSyncEvery(d.cfg.Election.SyncInterval))
@@ -357,8 +357,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-watchdog.C():
 			notifyWatchdog(d)
 		}
-		d.publishSync()
 		d.tellKernel()
+		d.publishSync()
 	}
 }
 

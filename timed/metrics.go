@@ -173,6 +173,9 @@ var (
 		"The local clock minus network time, estimated now from the last round (master) or correction (slave); absent while nothing is known.", nil, nil)
 	estErrorDesc = prometheus.NewDesc("timed_estimated_error_bound_seconds",
 		"Bound of timed_estimated_offset_seconds's error, where this host knows it (a master); absent elsewhere.", nil, nil)
+	kernelDesc = prometheus.NewDesc("timed_kernel_synchronised",
+		"1 while the kernel was last told the clock is synchronised (STA_UNSYNC cleared), 0 when told it is not; "+
+			"absent where the daemon leaves the kernel's state alone (not --clock system, or kernel-sync-status false).", nil, nil)
 )
 
 func (c syncCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -180,6 +183,7 @@ func (c syncCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- corrAgeDesc
 	ch <- estOffsetDesc
 	ch <- estErrorDesc
+	ch <- kernelDesc
 }
 
 func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
@@ -193,6 +197,13 @@ func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
 		synced = 1
 	}
 	ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced)
+	if f.kernelTold != nil {
+		told := 0.0
+		if *f.kernelTold {
+			told = 1
+		}
+		ch <- prometheus.MustNewConstMetric(kernelDesc, prometheus.GaugeValue, told)
+	}
 	for _, g := range []struct {
 		desc *prometheus.Desc
 		v    *float64
