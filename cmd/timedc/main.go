@@ -79,7 +79,7 @@ func newRoot(opts *options) *cobra.Command {
 	root.PersistentFlags().BoolVar(&opts.json, "json", opts.json, "print results as JSON")
 	root.PersistentFlags().IntVar(&opts.port, "port", opts.port, "UDP port of the daemons (a host may also be given as host:port)")
 	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", opts.timeout, "how long to wait for answers (default: BSD's, per command; waitsync: for synchronisation, 0 for ever)")
-	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, sources, step)")
+	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, sources, step, waitsync)")
 	root.PersistentFlags().StringVar(&opts.authKeys, "auth-keys", opts.authKeys, "key file to sign with, for daemons with --auth (default: TIMED_AUTH_KEYS, or the daemon's configuration)")
 	root.PersistentFlags().Uint32Var(&opts.authSignKey, "auth-sign-key", opts.authSignKey, "ID of the key to sign with (default: the lowest)")
 	root.SetOut(opts.out)

@@ -62,7 +62,7 @@ control socket refuses this user: the answer says which group to join); 2 the
 daemon answered but was not synchronised (or not within --max-offset) when
 --timeout ran out, or never will be (a dry-run clock); 3 no daemon answered on the
 control socket until --timeout ran out. The reason is printed in every case, the
-daemon's last one with 2; --json prints one object as timedc status does.
+daemon's last one with 2; --json prints an array of one object, as timedc status does.
 timed-wait.service runs it at boot to hold time-sync.target until the clock is set.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
