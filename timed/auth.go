@@ -36,7 +36,7 @@ func (d *Daemon) authParts(c config.Auth) (*auth.Signer, *auth.Verifier, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", err)
 	}
-	v, err := auth.NewVerifier(acfg)
+	v, err := auth.NewVerifier(acfg, s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", errors.Join(err, s.Close()))
 	}
