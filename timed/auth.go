@@ -31,7 +31,7 @@ func (d *Daemon) authParts(c config.Auth) (*auth.Signer, *auth.Verifier, error) 
 		}
 	}
 	acfg := auth.Config{Mode: c.Mode, Keys: keys, SignKey: c.SignKey, UnsignedPeers: c.UnsignedPeers,
-		Window: c.Window, StateDir: c.StateDir}
+		Window: c.Window, StateDir: c.StateDir, Clock: d.clock.Now}
 	s, err := auth.NewSigner(acfg, time.Now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", err)

@@ -187,3 +187,22 @@ func TestEchoTableBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigClock: with Config.Clock the timestamps and the window read
+// that clock (the daemon's), not the times given to Sign and Check; the
+// counter still follows Sign's time.
+func TestConfigClock(t *testing.T) {
+	kr := keyring(t, testKey(t, 1, SHA256))
+	ahead := func() time.Time { return t0.Add(4 * time.Minute) }
+	s := newSigner(t, Config{Mode: Required, Keys: kr, Clock: ahead}, t0)
+	d := sign(t, s, tspPacket(slaveUp, 1, "a"), t0)
+	tr, _, err := ParseTrailer(d[tspPacketSize:])
+	if err != nil || tr.Timestamp != ahead().UnixNano() || tr.Counter != 1 {
+		t.Fatalf("trailer %+v, %v: want the clock's time and counter 1", tr, err)
+	}
+	// Four minutes ahead of Check's time, but not of the verifier's clock.
+	v := newVerifier(t, Config{Mode: Required, Keys: kr, Window: time.Minute, Clock: ahead})
+	expect(t, v, hostA, d, t0, Valid, ReasonNone)
+	v = newVerifier(t, Config{Mode: Required, Keys: kr, Window: time.Minute})
+	expect(t, v, hostA, d, t0, Bad, ReasonWindow)
+}

@@ -28,6 +28,7 @@ type Signer struct {
 	saved   uint64    // reservation on disk: no counter above it was used before this run
 	closed  bool
 	wanted  chan struct{}
+	clock   func() time.Time // nil: the timestamp is Sign's time
 
 	// nonce is this run's nonce, which every trailer carries: random,
 	// never saved, drawn again by renew. The Verifier made with this
@@ -87,7 +88,7 @@ func NewSigner(cfg Config, now time.Time) (*Signer, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Signer{wanted: make(chan struct{}, 1), echoes: echoes{max: cfg.maxSenders()}}
+	s := &Signer{wanted: make(chan struct{}, 1), echoes: echoes{max: cfg.maxSenders()}, clock: cfg.Clock}
 	if cfg.Mode == Off {
 		return s, nil
 	}
@@ -209,7 +210,8 @@ func (s *Signer) Sender() uint64 {
 // of 268 bytes (version 0 or 1) or one extension packet as
 // tsp.ExtPacket.Marshal makes it: else ErrFraming, since a receiver could
 // not find where the trailer starts. now should be time.Now(): the
-// monotonic reading drives the counter, the wall clock is the timestamp.
+// monotonic reading drives the counter, the wall clock is the timestamp
+// (Config.Clock's reading instead, when set).
 func (s *Signer) Sign(packet []byte, now time.Time) ([]byte, error) {
 	return s.SignTo(packet, netip.AddrPort{}, now)
 }
@@ -234,7 +236,11 @@ func (s *Signer) SignTo(packet []byte, to netip.AddrPort, now time.Time) ([]byte
 		signal(s.wanted)
 	}
 	s.mu.Unlock()
-	t := Trailer{KeyID: s.key.ID, Sender: s.sender, Counter: c, Timestamp: now.UnixNano(), MACLen: s.key.Hash.Size(),
+	stamp := now
+	if s.clock != nil {
+		stamp = s.clock()
+	}
+	t := Trailer{KeyID: s.key.ID, Sender: s.sender, Counter: c, Timestamp: stamp.UnixNano(), MACLen: s.key.Hash.Size(),
 		Nonce: s.nonce.Load()}
 	if to.IsValid() {
 		t.Echo = s.echoes.of(netip.AddrPortFrom(to.Addr().Unmap(), to.Port()))

@@ -29,7 +29,8 @@ type Verifier struct {
 	// datagrams come back, its nonce is what a datagram that moves a clock
 	// must echo, and it learns the nonces of the senders accepted. nil:
 	// no datagram that moves a clock is ever accepted.
-	self *Signer
+	self  *Signer
+	clock func() time.Time // nil: the window reads Check's now
 
 	mu      sync.Mutex // guards what follows; held through Save's write
 	senders map[uint64]*entry
@@ -106,6 +107,7 @@ func NewVerifier(cfg Config, self *Signer) (*Verifier, error) {
 		wanted:    make(chan struct{}, 1),
 		senders:   map[uint64]*entry{},
 		self:      self,
+		clock:     cfg.Clock,
 	}
 	if cfg.Mode == Off || cfg.StateDir == "" {
 		return v, nil
@@ -161,7 +163,7 @@ func firstOr(f []string, i int) string {
 }
 
 // Check decides on one received datagram from src, at now (the receive
-// time, by our wall clock). It returns the packet to decode (the datagram
+// time, by our wall clock; Config.Clock's reading instead, when set). It returns the packet to decode (the datagram
 // without its trailer) and the verdict; for Bad, a nil packet and a
 // *DropError. The packet shares datagram's memory.
 //
@@ -282,6 +284,9 @@ func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, clock bool, now time.Ti
 	// would move, the echo of our nonce must; elsewhere the clock.
 	if clock && !v.proven(t) {
 		return v.noEcho(src, t)
+	}
+	if v.clock != nil {
+		now = v.clock()
 	}
 	if v.window > 0 {
 		if d, ahead := clockDiff(t.Timestamp, now.UnixNano()); d > uint64(v.window) {
