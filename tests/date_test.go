@@ -3,10 +3,12 @@ package tests
 import (
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // setDate sends SETDATE (as date(1) does) for when to the daemon at port
@@ -54,10 +56,26 @@ func listenReserved(t *testing.T) *net.UDPConn {
 // threshold) sent to the master is acknowledged, and the master steps its
 // clock and its slaves' with it (BSD's mchgdate and spreadtime); sent to
 // a slave it is forwarded to the master as SETDATEREQ, confirmed with
-// DATEACK, and moves the network again.
+// DATEACK, and moves the network again. So without auth, and with auth
+// optional, where date(1)'s SETDATE is unsigned (from an unsigned peer, as
+// BSD's) while the SETDATEREQ and the DATEACKs between the daemons are
+// signed and must echo their receiver's nonce.
 func TestSetDateMovesTheNetwork(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, make([]time.Duration, 3), func(int) []string { return []string{"-M"} })
+	keys := writeKeys(t)
+	for name, args := range map[string][]string{
+		"auth off":      {"-M"},
+		"auth optional": {"-M", "--auth", "optional", "--auth-keys", keys, "--unsigned-peers", "127.0.0.1/32"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testSetDate(t, args)
+		})
+	}
+}
+
+func testSetDate(t *testing.T, args []string) {
+	c := newCluster(t, make([]time.Duration, 3), func(int) []string { return args })
 	master := c.awaitOneMaster()
 	var slave *node
 	for _, n := range c.nodes {
@@ -102,5 +120,16 @@ func TestSetDateMovesTheNetwork(t *testing.T) {
 	c.await("every clock 60 s ahead after SETDATE to a slave", 5*syncInterval+5*time.Second, moved(60*time.Second))
 	if m := c.awaitOneMaster(); m == nil {
 		t.Fatal("no master after the date changes")
+	}
+	st, err := c.statuses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, s := range st {
+		for reason, count := range s.Drops {
+			if strings.HasPrefix(reason, udp.AuthDropPrefix) {
+				t.Errorf("%s dropped %d datagrams on auth (%s): %v", n.name, count, reason, s.Drops)
+			}
+		}
 	}
 }
