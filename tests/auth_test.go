@@ -69,14 +69,20 @@ func TestAuthOptionalAdmitsBSD(t *testing.T) {
 		return args
 	})
 	c.awaitOneMaster()
+	c.noAuthDrops()
+}
+
+// noAuthDrops asserts that no node dropped a datagram on auth.
+func (c *cluster) noAuthDrops() {
+	c.t.Helper()
 	st, err := c.statuses()
 	if err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	for n, s := range st {
 		for reason, count := range s.Drops {
 			if strings.HasPrefix(reason, udp.AuthDropPrefix) {
-				t.Errorf("%s dropped %d packets on auth (%s): %v", n.name, count, reason, s.Drops)
+				c.t.Errorf("%s dropped %d datagrams on auth (%s): %v", n.name, count, reason, s.Drops)
 			}
 		}
 	}

@@ -3,12 +3,10 @@ package tests
 import (
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/timed-project/timed/tsp"
-	"github.com/timed-project/timed/tsp/udp"
 )
 
 // setDate sends SETDATE (as date(1) does) for when to the daemon at port
@@ -121,15 +119,5 @@ func testSetDate(t *testing.T, args []string) {
 	if m := c.awaitOneMaster(); m == nil {
 		t.Fatal("no master after the date changes")
 	}
-	st, err := c.statuses()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n, s := range st {
-		for reason, count := range s.Drops {
-			if strings.HasPrefix(reason, udp.AuthDropPrefix) {
-				t.Errorf("%s dropped %d datagrams on auth (%s): %v", n.name, count, reason, s.Drops)
-			}
-		}
-	}
+	c.noAuthDrops()
 }

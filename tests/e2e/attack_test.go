@@ -361,6 +361,20 @@ func TestAttacks(t *testing.T) {
 	})
 }
 
+// authSpec is attackSpec for three daemons with --auth required: a key
+// file bind-mounted read-only, mode 0600, and a state directory on a
+// tmpfs of each container (new at each start of the container).
+func authSpec(t *testing.T) compose.Spec {
+	t.Helper()
+	keys := filepath.Join(t.TempDir(), "timed.keys")
+	if err := os.WriteFile(keys, []byte("1 SHA256 HEX:"+strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return attackSpec(t, 3, []string{"--auth", "required", "--auth-keys", "/timed.keys", "--state-dir", "/state"},
+		func(string) []string { return []string{keys + ":/timed.keys:ro"} },
+		func(string) []string { return []string{"/state:mode=0700"} })
+}
+
 // TestAttacksAuthRequired: three daemons with --auth required (a key file
 // bind-mounted read-only, mode 0600, and a state directory on a tmpfs of
 // each container). The attacker replays a signed LOOP it captured from
@@ -371,14 +385,7 @@ func TestAttacks(t *testing.T) {
 // is no identity, which the address-bound trust of TestAttacks has to
 // take as one.
 func TestAttacksAuthRequired(t *testing.T) {
-	keys := filepath.Join(t.TempDir(), "timed.keys")
-	if err := os.WriteFile(keys, []byte("1 SHA256 HEX:"+strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec := attackSpec(t, 3, []string{"--auth", "required", "--auth-keys", "/timed.keys", "--state-dir", "/state"},
-		func(string) []string { return []string{keys + ":/timed.keys:ro"} },
-		func(string) []string { return []string{"/state:mode=0700"} })
-	c, master, slaves := settledAttackCluster(t, spec)
+	c, master, slaves := settledAttackCluster(t, authSpec(t))
 	port, _ := daemonPorts(c)
 
 	t.Run("replay of a captured signed LOOP", func(t *testing.T) {

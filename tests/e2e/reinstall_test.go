@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +35,7 @@ var dropNoEcho = udp.AuthDropPrefix + auth.ReasonNoEcho.String()
 // first contact and set the slave back by its age. Now every slave drops
 // it for want of the echo of its nonce, and no clock moves.
 func TestReplayAfterReinstall(t *testing.T) {
-	keys := filepath.Join(t.TempDir(), "timed.keys")
-	if err := os.WriteFile(keys, []byte("1 SHA256 HEX:"+strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec := attackSpec(t, 3, []string{"--auth", "required", "--auth-keys", "/timed.keys", "--state-dir", "/state"},
-		func(string) []string { return []string{keys + ":/timed.keys:ro"} },
-		func(string) []string { return []string{"/state:mode=0700"} })
-	c, master, slaves := settledAttackCluster(t, spec)
+	c, master, slaves := settledAttackCluster(t, authSpec(t))
 
 	// A SETTIME, recorded on the bridge as the restarted slave rejoins.
 	cp := c.startCapture()
