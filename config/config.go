@@ -87,8 +87,8 @@ type Auth struct {
 	KeyFile       string         // chrony-format key file; needed unless Mode is off
 	SignKey       uint32         // key ID to sign with; 0: the lowest in the file
 	UnsignedPeers []netip.Prefix // optional: the BSD hosts whose unsigned packets are accepted
-	// Window is the first-contact timestamp window; 0: tsp/auth's
-	// default, negative: no check.
+	// Window is the first-contact timestamp window, as in force:
+	// auth.DefaultWindow unless set (minAuthWindow to maxAuthWindow).
 	Window   time.Duration
 	StateDir string // where replay state survives restarts; empty: nothing kept
 }
@@ -214,7 +214,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("auth-keys", "", "key file, chrony's format (ID TYPE KEY), readable by its owner only")
 	fs.Uint32("auth-sign-key", 0, "ID of the key to sign with (default: the lowest in the file)")
 	fs.StringSlice("unsigned-peers", nil, "with --auth optional: addresses or CIDRs (BSD hosts) whose unsigned packets are accepted")
-	fs.String("auth-window", "", "first-contact timestamp window (Go duration; default 1h; 0 turns the check off)")
+	fs.String("auth-window", auth.DefaultWindow.String(), fmt.Sprintf("first contact with a sender identity not yet known: its timestamp must be this close to our clock, either way (Go duration, %v to %v; cannot be turned off)", minAuthWindow, maxAuthWindow))
 	fs.String("state-dir", "", "directory for state kept across restarts (replay protection); the unit sets /var/lib/timed")
 }
 
@@ -556,6 +556,15 @@ func joinPrefixes(ps []netip.Prefix) string {
 	return strings.Join(s, ",")
 }
 
+// The range of auth-window. 0 is refused rather than read as "off": it
+// was printed as the default while the hour was in force, so that copying
+// the printed value into the file turned the check off; and no first join
+// needs "off" that a year's window does not give.
+const (
+	minAuthWindow = time.Second
+	maxAuthWindow = 365 * 24 * time.Hour
+)
+
 // authSettings reads the auth keys; each bad value is reported with its
 // key and what is accepted.
 func authSettings(r *reader) Auth {
@@ -584,15 +593,13 @@ func authSettings(r *reader) Auth {
 		}
 		a.UnsignedPeers = append(a.UnsignedPeers, pfx)
 	}
-	const window = "a Go duration ≥ 0 (0 turns the first-contact check off)"
+	a.Window = auth.DefaultWindow
+	window := fmt.Sprintf("a Go duration from %v to %v (the first-contact check cannot be turned off: widen it instead)", minAuthWindow, maxAuthWindow)
 	if raw := strings.TrimSpace(r.scalar("auth-window", window)); raw != "" {
 		d, err := time.ParseDuration(raw)
-		switch {
-		case err != nil || d < 0:
+		if err != nil || d < minAuthWindow || d > maxAuthWindow {
 			r.bad("auth-window", raw, window, nil)
-		case d == 0:
-			a.Window = auth.NoWindow
-		default:
+		} else {
 			a.Window = d
 		}
 	}

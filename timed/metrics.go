@@ -228,7 +228,7 @@ type transportCollector struct{ tr *udp.Transport }
 
 var (
 	packetsDesc = prometheus.NewDesc("timed_packets_total", "TSP packets by type and direction.", []string{"type", "direction"}, nil)
-	dropsDesc   = prometheus.NewDesc("timed_dropped_packets_total", "Datagrams dropped on receipt, by reason.", []string{"reason"}, nil)
+	dropsDesc   = prometheus.NewDesc("timed_dropped_packets_total", "Datagrams the transport dropped on receipt, by reason; each is counted under one reason only, so the reasons add up. \"own echo\": our own datagrams come back (by name, or with auth by sender identity), not an attack. \"auth <reason>\": refused by authentication (auth replayed counter, auth no echo of our nonce, auth bad MAC, ...).", []string{"reason"}, nil)
 )
 
 func (c transportCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -253,8 +253,8 @@ func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, n := range s.SentExt {
 		emit(k.String(), "tx", n)
 	}
-	for r, n := range s.Dropped {
-		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(n), r.String())
+	for r, n := range s.DropCounts() {
+		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(n), r)
 	}
 	if s.KernelDrops > 0 { // by the kernel, before the transport read them
 		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(s.KernelDrops), kernelDropReason)

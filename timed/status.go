@@ -2,6 +2,7 @@ package timed
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 	"time"
@@ -222,12 +223,7 @@ func (d *Daemon) snapshot() *control.Status {
 	countPackets(st.Packets, ts.Sent, false)
 	countPackets(st.Packets, ts.ReceivedExt, true)
 	countPackets(st.Packets, ts.SentExt, false)
-	for r, n := range ts.Dropped {
-		st.Drops[r.String()] = n
-	}
-	for r, n := range ts.Auth {
-		st.Drops["auth "+r.String()] = n
-	}
+	maps.Copy(st.Drops, ts.DropCounts())
 	if ts.KernelDrops > 0 {
 		st.Drops[kernelDropReason] = ts.KernelDrops
 	}
