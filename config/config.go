@@ -193,7 +193,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("hostname", "", "name sent in packets (default: the system host name)")
 	fs.String("interfaces", "", "go-sockaddr template selecting the interfaces (default: up, broadcast, non-loopback IPv4)")
 	fs.StringSlice("peers", nil, "host:port list; broadcast becomes unicast to these peers")
-	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm")
+	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm[,wander=Nppm,temp=Nppm,period=D,seed=N] (a simulated clock; wander, temp: a crystal's frequency noise)")
 	fs.String("control-socket", DefaultControlSocket, "unix socket for timedc status")
 	fs.String("log-level", "info", "panic | fatal | error | warn | info | debug | trace")
 	fs.String("log-format", "text", "text | json")

@@ -65,9 +65,13 @@ type Config struct {
 
 	MaxOffset   time.Duration // initial offsets uniform in ±MaxOffset (default 1 s)
 	MaxDriftPPM float64       // drifts uniform in ±MaxDriftPPM (default 100)
-	DelayMin    time.Duration // one-way delay uniform in [DelayMin, DelayMax] (50 µs)
-	DelayMax    time.Duration // (150 µs)
-	Loss        float64       // per-datagram loss probability (default 0.01; <0 for none)
+	// Osc makes every clock's frequency wander around its drift, each
+	// with its own seed (from Osc.Seed, Seed and its index); the zero
+	// value: constant drifts. Benchmarks use clocksync.TypicalOscillator.
+	Osc      clocksync.Oscillator
+	DelayMin time.Duration // one-way delay uniform in [DelayMin, DelayMax] (50 µs)
+	DelayMax time.Duration // (150 µs)
+	Loss     float64       // per-datagram loss probability (default 0.01; <0 for none)
 	// Replies is the number of probe replies wanted per slave: BSD
 	// settings and FixedCount take exactly this many (default 12); ours
 	// take between clocksync.DefaultMinReplies and DefaultMaxReplies,
@@ -241,7 +245,6 @@ const (
 
 type node struct {
 	name    string
-	drift   float64 // natural drift, ppm
 	addr    netip.AddrPort
 	clock   *clocksync.SimClock
 	applier *clocksync.Applier
@@ -290,6 +293,10 @@ func Run(cfg Config) (Result, error) {
 			Offset:   time.Duration((2*sm.rng.Float64() - 1) * float64(cfg.MaxOffset)),
 			DriftPPM: (2*sm.rng.Float64() - 1) * cfg.MaxDriftPPM,
 		}
+		if cfg.Osc.Wanders() {
+			sc.Osc = cfg.Osc
+			sc.Osc.Seed = cfg.Osc.Seed<<24 ^ cfg.Seed<<12 ^ uint64(i)
+		}
 		if i == cfg.N-1 && cfg.Fault != FaultNone && cfg.N > 2 {
 			sm.faulty = i
 			if cfg.Fault == FaultDrift {
@@ -298,7 +305,6 @@ func Run(cfg Config) (Result, error) {
 		}
 		clk := clocksync.NewSimClock(sm.s, sc)
 		n := &node{
-			drift: sc.DriftPPM,
 			name:  fmt.Sprintf("host%02d", i),
 			addr:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 525),
 			clock: clk,
@@ -592,7 +598,7 @@ func (sm *sim) trace() RoundTrace {
 		if i == sm.faulty {
 			continue
 		}
-		r := n.drift + st.FrequencyPPM
+		r := n.clock.NaturalPPM() + st.FrequencyPPM
 		lo, hi = math.Min(lo, r), math.Max(hi, r)
 		sum += st.FrequencyPPM
 		clocks++
