@@ -243,3 +243,39 @@ func TestWanderingClocks(t *testing.T) {
 		t.Fatalf("wandering clocks: converged %d, p99 late %v; want converged, under 1 ms", a.Converged, a.P99Late)
 	}
 }
+
+// Adaptive rounds (floor 8 s, ceiling 240 s) on wandering clocks: the
+// spread is under 1 ms from the first round (3 s) on, where fixed 240 s
+// rounds take until the second (243 s); the rounds reach the ceiling, and
+// in the last two thirds of the run they send no more packets than fixed
+// rounds do (within 20 %), for a spread no worse (within 20 %).
+func TestAdaptiveRounds(t *testing.T) {
+	base := Config{N: 10, Seed: 2, Duration: 30 * time.Minute, MaxOffset: 500 * time.Millisecond, MaxDriftPPM: 43,
+		Osc: clocksync.TypicalOscillator(1), SkipRounds: 1}
+	adaptive := base
+	adaptive.Floor = 8 * time.Second
+	a, err := Run(adaptive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := Run(base)
+	t.Logf("adaptive: <1 ms from %v, <100 µs from %v, p95 late %v, %.2f packets/slave/min (late %.2f), rounds %v",
+		a.ConvergedAt, a.Below100At, a.P95Late, a.PerSlaveMinute, a.PerSlaveMinuteLate, a.Intervals)
+	t.Logf("fixed:    <1 ms from %v, <100 µs from %v, p95 late %v, %.2f packets/slave/min (late %.2f)",
+		f.ConvergedAt, f.Below100At, f.P95Late, f.PerSlaveMinute, f.PerSlaveMinuteLate)
+	if a.Converged < 0 || a.ConvergedAt > 10*time.Second {
+		t.Errorf("adaptive: spread under 1 ms for good only from %v (converged %d), want within 10 s", a.ConvergedAt, a.Converged)
+	}
+	if f.ConvergedAt < 240*time.Second {
+		t.Errorf("fixed 240 s rounds under 1 ms from %v: the scenario no longer shows what adaptive rounds gain", f.ConvergedAt)
+	}
+	if a.Intervals[240*time.Second] == 0 {
+		t.Errorf("adaptive rounds never reached the ceiling: %v", a.Intervals)
+	}
+	if a.PerSlaveMinuteLate > 1.2*f.PerSlaveMinuteLate {
+		t.Errorf("adaptive: %.2f packets/slave/min late in the run, fixed %.2f", a.PerSlaveMinuteLate, f.PerSlaveMinuteLate)
+	}
+	if a.P95Late > f.P95Late*6/5 {
+		t.Errorf("adaptive: p95 %v late in the run, fixed %v", a.P95Late, f.P95Late)
+	}
+}

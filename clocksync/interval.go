@@ -1,0 +1,298 @@
+package clocksync
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Adaptive sync rounds.
+//
+// BSD's master measures its slaves every 240 s, whatever the clocks do:
+// for the first rounds the slaves' frequencies are unknown and the spread
+// grows by their drifts (17 ms at 240 s for clocks ±43 ppm apart), and
+// once they are known 240 s is long enough for a wandering crystal to
+// add tens of µs. chrony instead starts with a burst of short polls
+// (iburst) and then adapts its poll interval to the clock's stability.
+// IntervalController does that for a master's rounds: it starts at the
+// floor, lengthens the interval (doubling, up to the ceiling, the
+// sync-interval) while the error it predicts for the next interval stays
+// within the target, and shortens it when the corrections grow.
+//
+// A slave's correction c after an interval T is what its clock drifted
+// from network time in T (its residual frequency error, times T, plus
+// the wander of its frequency) plus the error of the measurements (noise,
+// which does not grow with T). The controller takes the largest
+// correction of the round, m, and the noise floor a, the smallest m of
+// the last rounds (at short intervals the drift adds little); the part
+// that grows with the interval is d = m − a, and over an interval T' it
+// is predicted as d·(T'/T)^1.5 (faster than linearly: a random walk of
+// the frequency makes the error grow as T^1.5). It lengthens when that
+// prediction for 2T stays within 70 % of the budget (the target less the
+// noise, at least half the target), and shortens in proportion when d
+// itself exceeds the budget; a new slave (one the last rounds did not
+// have, or one sent SETTIME) or a jump (a correction beyond
+// IntervalJump) sends it back to the floor, where the slaves' frequency
+// disciplines learn quickly.
+//
+// It is pure: no clock, no goroutine; the master calls Round once per
+// round with the round's corrections and the time since the last one.
+
+// IntervalConfig tunes an IntervalController.
+type IntervalConfig struct {
+	// Floor is the shortest interval (DefaultIntervalFloor), Ceiling the
+	// longest (the sync-interval; BSD's 240 s by default). Floor ≥
+	// Ceiling is fixed rounds of Ceiling, as BSD's.
+	Floor, Ceiling time.Duration
+	// Target is the error the rounds aim to keep each clock within
+	// between two rounds (DefaultIntervalTarget).
+	Target time.Duration
+}
+
+// Defaults of adaptive rounds.
+const (
+	DefaultIntervalFloor  = 8 * time.Second
+	DefaultIntervalTarget = 20 * time.Microsecond
+	// MinIntervalTarget and MaxIntervalTarget bound the target.
+	MinIntervalTarget = time.Microsecond
+	MaxIntervalTarget = time.Second
+)
+
+// intervalHistory is how many rounds the noise floor and the hosts
+// seen are remembered for.
+const intervalHistory = 8
+
+// learnRounds is how many rounds the controller holds at the floor after
+// it went there (a new slave, a jump), before it judges the corrections:
+// the slaves' frequency disciplines take a few rounds to learn their
+// frequencies (at the 8 s floor, four corrections over 32 s give a
+// frequency within about 0.5 ppm with 10 µs of measurement noise), and
+// while they do the corrections shrink, which is not noise.
+const learnRounds = 3
+
+// IntervalJump is the correction that counts as a jump (a clock stepped,
+// a slave restarted) whatever the target: back to the floor.
+func (c IntervalConfig) jump() time.Duration { return max(time.Millisecond, 50*c.Target) }
+
+// Fixed reports whether the rounds do not adapt (Floor ≥ Ceiling).
+func (c IntervalConfig) Fixed() bool { return c.Floor >= c.Ceiling }
+
+// HostCorrection is one host's correction in a round.
+type HostCorrection struct {
+	Host       string        // the slave's name; "" for the master's own share
+	Correction time.Duration // what it was sent (network time − its clock)
+	New        bool          // sent SETTIME: a new slave, or one far off
+}
+
+// IntervalDecision is what the controller decided after a round.
+type IntervalDecision struct {
+	Next time.Duration // the interval until the next round
+	// Change is "hold", "lengthen", "shorten" or "floor".
+	Change string
+	// Reason says why, for a debug log line.
+	Reason string
+	// Noise and Drift are the round's noise floor and the part of its
+	// largest correction above it (d); Predicted is d over Next.
+	Noise, Drift, Predicted time.Duration
+}
+
+// IntervalController chooses the interval between a master's rounds.
+// It is not safe for concurrent use.
+type IntervalController struct {
+	cfg    IntervalConfig
+	cur    time.Duration
+	round  int
+	learn  int            // rounds still to hold at the floor
+	seen   map[string]int // host → the last round it was in
+	recent []roundSample  // the last rounds, since the last floor
+}
+
+// roundSample is a round's length and its largest correction.
+type roundSample struct {
+	since time.Duration
+	max   time.Duration
+}
+
+// fitRounds is the noise floor a and the growth rate b (s per s^1.5) of
+// the largest correction m = a + b·T^1.5 over rounds, by least squares
+// with a, b ≥ 0, and the scatter of the rounds about it (their residuals'
+// standard deviation; 0 for two rounds or fewer); spans reports whether
+// the rounds were of lengths far enough apart (a factor 1.5) to tell a
+// from b. Without, a is 0 and b takes all: noise is taken for drift,
+// which keeps the interval short until a longer round shows otherwise.
+func fitRounds(rounds []roundSample) (noise time.Duration, rate float64, scatter time.Duration, spans bool) {
+	n := float64(len(rounds))
+	lo, hi := math.Inf(1), 0.0
+	least := math.Inf(1)
+	var sx, sy, sxx, sxy float64
+	for _, r := range rounds {
+		t := r.since.Seconds()
+		lo, hi = math.Min(lo, t), math.Max(hi, t)
+		x, y := math.Pow(t, 1.5), float64(r.max)
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+		least = math.Min(least, y)
+	}
+	if n == 0 || sxx == 0 {
+		return 0, 0, 0, false
+	}
+	var a, b float64
+	spans = hi >= 1.5*lo
+	if spans {
+		b = (n*sxy - sx*sy) / (n*sxx - sx*sx)
+		a = (sy - b*sx) / n
+	}
+	switch {
+	case !spans || a < 0:
+		a, b = 0, sxy/sxx
+	case b < 0:
+		a, b = sy/n, 0
+	}
+	// Noise cannot exceed the smallest largest correction seen.
+	a = math.Min(a, least)
+	if n > 2 {
+		var ss float64
+		for _, r := range rounds {
+			e := float64(r.max) - a - b*math.Pow(r.since.Seconds(), 1.5)
+			ss += e * e
+		}
+		scatter = time.Duration(math.Sqrt(ss / (n - 2)))
+	}
+	return time.Duration(a), b / 1e9, scatter, spans
+}
+
+// steady: at least two rounds remembered, and the last correction no
+// larger than the largest before it (nothing grows).
+func (c *IntervalController) steady() bool {
+	n := len(c.recent)
+	if n < 2 {
+		return false
+	}
+	var prev time.Duration
+	for _, r := range c.recent[:n-1] {
+		prev = max(prev, r.max)
+	}
+	return c.recent[n-1].max <= prev
+}
+
+// NewIntervalController starts at the floor (at the ceiling when fixed).
+// Zero Target means DefaultIntervalTarget; a Floor ≤ 0 DefaultIntervalFloor.
+func NewIntervalController(cfg IntervalConfig) *IntervalController {
+	if cfg.Target <= 0 {
+		cfg.Target = DefaultIntervalTarget
+	}
+	if cfg.Floor <= 0 {
+		cfg.Floor = DefaultIntervalFloor
+	}
+	c := &IntervalController{cfg: cfg, seen: map[string]int{}}
+	c.cur = c.floor()
+	return c
+}
+
+func (c *IntervalController) floor() time.Duration { return min(c.cfg.Floor, c.cfg.Ceiling) }
+
+// Interval is the current interval.
+func (c *IntervalController) Interval() time.Duration { return c.cur }
+
+// Restart goes back to the floor and forgets the hosts (a new
+// mastership).
+func (c *IntervalController) Restart() {
+	c.cur, c.recent, c.learn = c.floor(), nil, 0
+	clear(c.seen)
+}
+
+// Round takes a round's corrections, since being the time since the
+// previous round began (0: unknown, the current interval), and returns
+// the interval to the next round.
+func (c *IntervalController) Round(since time.Duration, corrections []HostCorrection) IntervalDecision {
+	c.round++
+	if c.cfg.Fixed() {
+		return IntervalDecision{Next: c.cfg.Ceiling, Change: "hold", Reason: "fixed rounds"}
+	}
+	if since <= 0 {
+		since = c.cur
+	}
+	var m time.Duration
+	var joined, jumped string
+	var isNew bool
+	for _, h := range corrections {
+		abs := h.Correction.Abs()
+		if last, ok := c.seen[h.Host]; (!ok || last < c.round-intervalHistory || h.New) && !isNew {
+			joined, isNew = h.Host, true
+		}
+		if abs >= c.cfg.jump() && jumped == "" {
+			jumped = fmt.Sprintf("%s corrected by %v", h.Host, h.Correction)
+		}
+		c.seen[h.Host] = c.round
+		if !h.New {
+			m = max(m, abs)
+		}
+	}
+	for h, last := range c.seen {
+		if last < c.round-intervalHistory {
+			delete(c.seen, h) // bounded by the hosts of the last rounds
+		}
+	}
+	switch {
+	case isNew || jumped != "":
+		c.cur, c.recent, c.learn = c.floor(), nil, learnRounds
+		why := fmt.Sprintf("new host %q", joined)
+		if !isNew {
+			why = jumped
+		}
+		if c.round == 1 {
+			why = "first round"
+		}
+		return IntervalDecision{Next: c.cur, Change: "floor", Reason: why}
+	case c.learn > 0:
+		c.learn--
+		return IntervalDecision{Next: c.cur, Change: "hold", Reason: "at the floor while the slaves' frequencies are learnt"}
+	}
+	// The rounds before this one are the model this one is judged by.
+	noise, rate, scatter, spans := fitRounds(c.recent)
+	c.recent = append(c.recent, roundSample{since: since, max: m})
+	if len(c.recent) > intervalHistory {
+		c.recent = c.recent[1:]
+	}
+	drift := max(m-noise, 0)
+	budget := max(c.cfg.Target-noise, c.cfg.Target/2, noise/2)
+	// Beyond the budget by more than the rounds' own scatter: the
+	// corrections grew.
+	grew := drift > budget+2*scatter
+	predict := func(next time.Duration) time.Duration {
+		return time.Duration(rate * math.Pow(next.Seconds(), 1.5))
+	}
+	d := IntervalDecision{Noise: noise, Drift: drift}
+	switch {
+	case grew && c.cur > c.floor():
+		// The interval at which d would be 70 % of the budget, at most
+		// half the last.
+		next := time.Duration(float64(since) * math.Pow(0.7*float64(budget)/float64(drift), 2.0/3))
+		next = max(min(next, since/2), c.floor())
+		d.Change, d.Reason = "shorten", fmt.Sprintf("error %v over %v beyond the budget %v", drift, since.Round(time.Millisecond), budget)
+		if next >= c.cur {
+			d.Change = "hold"
+		}
+		c.cur = min(next, c.cur)
+	case c.cur >= c.cfg.Ceiling:
+		d.Change, d.Reason = "hold", "at the ceiling"
+	case !spans:
+		// The rounds remembered were all of one length: noise and drift
+		// look alike. Try the double once the corrections are seen not
+		// to grow.
+		if c.steady() {
+			c.cur = min(2*c.cur, c.cfg.Ceiling)
+			d.Change, d.Reason = "lengthen", fmt.Sprintf("corrections steady at %v over %v: trying %v", m, since.Round(time.Millisecond), c.cur)
+		} else {
+			d.Change, d.Reason = "hold", fmt.Sprintf("corrections over %v not yet steady", since.Round(time.Millisecond))
+		}
+	case grew:
+		d.Change, d.Reason = "hold", fmt.Sprintf("error %v over %v beyond the budget %v, at the floor", drift, since.Round(time.Millisecond), budget)
+	case predict(2*c.cur) <= budget*7/10:
+		c.cur = min(2*c.cur, c.cfg.Ceiling)
+		d.Change, d.Reason = "lengthen", fmt.Sprintf("error %v predicted over %v, within the budget %v", predict(c.cur), c.cur, budget)
+	default:
+		d.Change, d.Reason = "hold", fmt.Sprintf("error %v predicted over %v, budget %v", predict(2*c.cur), 2*c.cur, budget)
+	}
+	d.Next, d.Predicted = c.cur, predict(c.cur)
+	return d
+}
