@@ -23,17 +23,21 @@ import (
 // from network time in T (its residual frequency error, times T, plus
 // the wander of its frequency) plus the error of the measurements (noise,
 // which does not grow with T). The controller takes the largest
-// correction of the round, m, and the noise floor a, the smallest m of
-// the last rounds (at short intervals the drift adds little); the part
-// that grows with the interval is d = m − a, and over an interval T' it
-// is predicted as d·(T'/T)^1.5 (faster than linearly: a random walk of
-// the frequency makes the error grow as T^1.5). It lengthens when that
-// prediction for 2T stays within 70 % of the budget (the target less the
-// noise, at least half the target), and shortens in proportion when d
-// itself exceeds the budget; a new slave (one the last rounds did not
-// have, or one sent SETTIME) or a jump (a correction beyond
-// IntervalJump) sends it back to the floor, where the slaves' frequency
-// disciplines learn quickly.
+// correction of each round, m. At the floor, where the drift adds least,
+// the mean μ and standard deviation σ of m are the noise; over longer
+// rounds, m − μ is the part that grows with the interval, fitted as
+// b·T^1.5 (faster than linearly: a random walk of the frequency makes the
+// error grow as T^1.5). The budget is the target less the noise (at least
+// half the target, and at least half the noise: drift below that is lost
+// in it). The controller doubles the interval while b·(2T)^1.5 stays
+// within 70 % of the budget; it shortens it, in proportion, when a
+// round's m − μ exceeds the budget by more than 2σ; a new slave (one the
+// last rounds did not have, or one sent SETTIME) or a jump (a correction
+// beyond max(1 ms, 50 × target)) sends it back to the floor, where it
+// holds for a few rounds while the slaves' frequency disciplines learn.
+// Rounds longer than the floor are forgotten after 8 of them, so a
+// network held at the floor by a growth that has gone is tried at twice
+// the floor again every 9 rounds or so.
 //
 // It is pure: no clock, no goroutine; the master calls Round once per
 // round with the round's corrections and the time since the last one.
@@ -70,8 +74,8 @@ const intervalHistory = 8
 // while they do the corrections shrink, which is not noise.
 const learnRounds = 3
 
-// IntervalJump is the correction that counts as a jump (a clock stepped,
-// a slave restarted) whatever the target: back to the floor.
+// jump is the correction that counts as a jump (a clock stepped, a slave
+// restarted) whatever the target: back to the floor.
 func (c IntervalConfig) jump() time.Duration { return max(time.Millisecond, 50*c.Target) }
 
 // Fixed reports whether the rounds do not adapt (Floor ≥ Ceiling).
@@ -79,7 +83,7 @@ func (c IntervalConfig) Fixed() bool { return c.Floor >= c.Ceiling }
 
 // HostCorrection is one host's correction in a round.
 type HostCorrection struct {
-	Host       string        // the slave's name; "" for the master's own share
+	Host       string        // the slave's name (the master's own share under the master's)
 	Correction time.Duration // what it was sent (network time − its clock)
 	New        bool          // sent SETTIME: a new slave, or one far off
 }
@@ -91,20 +95,25 @@ type IntervalDecision struct {
 	Change string
 	// Reason says why, for a debug log line.
 	Reason string
-	// Noise and Drift are the round's noise floor and the part of its
-	// largest correction above it (d); Predicted is d over Next.
+	// Noise and Drift are the noise floor (μ) and the part of the
+	// round's largest correction above it; Predicted is the growth the
+	// fit predicts over Next.
 	Noise, Drift, Predicted time.Duration
 }
 
 // IntervalController chooses the interval between a master's rounds.
 // It is not safe for concurrent use.
 type IntervalController struct {
-	cfg    IntervalConfig
-	cur    time.Duration
-	round  int
-	learn  int            // rounds still to hold at the floor
-	seen   map[string]int // host → the last round it was in
-	recent []roundSample  // the last rounds, since the last floor
+	cfg   IntervalConfig
+	cur   time.Duration
+	round int
+	learn int            // rounds still to hold at the floor
+	seen  map[string]int // host → the last round it was in
+	// atFloor holds the largest correction of the last rounds at the
+	// floor, longer the rounds longer than it (their length, and that),
+	// both since the controller last went to the floor.
+	atFloor []time.Duration
+	longer  []roundSample
 }
 
 // roundSample is a round's length and its largest correction.
@@ -113,65 +122,43 @@ type roundSample struct {
 	max   time.Duration
 }
 
-// fitRounds is the noise floor a and the growth rate b (s per s^1.5) of
-// the largest correction m = a + b·T^1.5 over rounds, by least squares
-// with a, b ≥ 0, and the scatter of the rounds about it (their residuals'
-// standard deviation; 0 for two rounds or fewer); spans reports whether
-// the rounds were of lengths far enough apart (a factor 1.5) to tell a
-// from b. Without, a is 0 and b takes all: noise is taken for drift,
-// which keeps the interval short until a longer round shows otherwise.
-func fitRounds(rounds []roundSample) (noise time.Duration, rate float64, scatter time.Duration, spans bool) {
-	n := float64(len(rounds))
-	lo, hi := math.Inf(1), 0.0
-	least := math.Inf(1)
-	var sx, sy, sxx, sxy float64
-	for _, r := range rounds {
-		t := r.since.Seconds()
-		lo, hi = math.Min(lo, t), math.Max(hi, t)
-		x, y := math.Pow(t, 1.5), float64(r.max)
-		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
-		least = math.Min(least, y)
+// meanStd is the mean and standard deviation of ds (0, 0 if empty).
+func meanStd(ds []time.Duration) (mean, std float64) {
+	if len(ds) == 0 {
+		return 0, 0
 	}
-	if n == 0 || sxx == 0 {
-		return 0, 0, 0, false
+	for _, d := range ds {
+		mean += float64(d)
 	}
-	var a, b float64
-	spans = hi >= 1.5*lo
-	if spans {
-		b = (n*sxy - sx*sy) / (n*sxx - sx*sx)
-		a = (sy - b*sx) / n
+	mean /= float64(len(ds))
+	for _, d := range ds {
+		std += (float64(d) - mean) * (float64(d) - mean)
 	}
-	switch {
-	case !spans || a < 0:
-		a, b = 0, sxy/sxx
-	case b < 0:
-		a, b = sy/n, 0
-	}
-	// Noise cannot exceed the smallest largest correction seen.
-	a = math.Min(a, least)
-	if n > 2 {
-		var ss float64
-		for _, r := range rounds {
-			e := float64(r.max) - a - b*math.Pow(r.since.Seconds(), 1.5)
-			ss += e * e
-		}
-		scatter = time.Duration(math.Sqrt(ss / (n - 2)))
-	}
-	return time.Duration(a), b / 1e9, scatter, spans
+	return mean, math.Sqrt(std / float64(len(ds)))
 }
 
-// steady: at least two rounds remembered, and the last correction no
-// larger than the largest before it (nothing grows).
-func (c *IntervalController) steady() bool {
-	n := len(c.recent)
-	if n < 2 {
-		return false
+// growth is b of m − noise = b·T^1.5 over rounds, least squares through
+// the origin, at least 0 (ns per s^1.5).
+func growth(rounds []roundSample, noise float64) float64 {
+	var sxy, sxx float64
+	for _, r := range rounds {
+		x := math.Pow(r.since.Seconds(), 1.5)
+		sxy += x * (float64(r.max) - noise)
+		sxx += x * x
 	}
-	var prev time.Duration
-	for _, r := range c.recent[:n-1] {
-		prev = max(prev, r.max)
+	if sxx == 0 {
+		return 0
 	}
-	return c.recent[n-1].max <= prev
+	return math.Max(sxy/sxx, 0)
+}
+
+// push appends v to a list kept to the last intervalHistory.
+func push[T any](list []T, v T) []T {
+	list = append(list, v)
+	if len(list) > intervalHistory {
+		list = list[1:]
+	}
+	return list
 }
 
 // NewIntervalController starts at the floor (at the ceiling when fixed).
@@ -190,13 +177,16 @@ func NewIntervalController(cfg IntervalConfig) *IntervalController {
 
 func (c *IntervalController) floor() time.Duration { return min(c.cfg.Floor, c.cfg.Ceiling) }
 
+// Fixed reports whether the rounds do not adapt.
+func (c *IntervalController) Fixed() bool { return c.cfg.Fixed() }
+
 // Interval is the current interval.
 func (c *IntervalController) Interval() time.Duration { return c.cur }
 
 // Restart goes back to the floor and forgets the hosts (a new
 // mastership).
 func (c *IntervalController) Restart() {
-	c.cur, c.recent, c.learn = c.floor(), nil, 0
+	c.cur, c.learn, c.atFloor, c.longer = c.floor(), 0, nil, nil
 	clear(c.seen)
 }
 
@@ -234,7 +224,7 @@ func (c *IntervalController) Round(since time.Duration, corrections []HostCorrec
 	}
 	switch {
 	case isNew || jumped != "":
-		c.cur, c.recent, c.learn = c.floor(), nil, learnRounds
+		c.cur, c.learn, c.atFloor, c.longer = c.floor(), learnRounds, nil, nil
 		why := fmt.Sprintf("new host %q", joined)
 		if !isNew {
 			why = jumped
@@ -248,16 +238,19 @@ func (c *IntervalController) Round(since time.Duration, corrections []HostCorrec
 		return IntervalDecision{Next: c.cur, Change: "hold", Reason: "at the floor while the slaves' frequencies are learnt"}
 	}
 	// The rounds before this one are the model this one is judged by.
-	noise, rate, scatter, spans := fitRounds(c.recent)
-	c.recent = append(c.recent, roundSample{since: since, max: m})
-	if len(c.recent) > intervalHistory {
-		c.recent = c.recent[1:]
+	mu, sigma := meanStd(c.atFloor)
+	rate := growth(c.longer, mu)
+	if since < c.floor()*3/2 {
+		c.atFloor = push(c.atFloor, m)
+	} else {
+		c.longer = push(c.longer, roundSample{since: since, max: m})
 	}
+	noise := time.Duration(mu)
 	drift := max(m-noise, 0)
 	budget := max(c.cfg.Target-noise, c.cfg.Target/2, noise/2)
-	// Beyond the budget by more than the rounds' own scatter: the
+	// Beyond the budget by more than the noise's own scatter: the
 	// corrections grew.
-	grew := drift > budget+2*scatter
+	grew := float64(drift) > float64(budget)+2*sigma
 	predict := func(next time.Duration) time.Duration {
 		return time.Duration(rate * math.Pow(next.Seconds(), 1.5))
 	}
@@ -273,20 +266,12 @@ func (c *IntervalController) Round(since time.Duration, corrections []HostCorrec
 			d.Change = "hold"
 		}
 		c.cur = min(next, c.cur)
-	case c.cur >= c.cfg.Ceiling:
-		d.Change, d.Reason = "hold", "at the ceiling"
-	case !spans:
-		// The rounds remembered were all of one length: noise and drift
-		// look alike. Try the double once the corrections are seen not
-		// to grow.
-		if c.steady() {
-			c.cur = min(2*c.cur, c.cfg.Ceiling)
-			d.Change, d.Reason = "lengthen", fmt.Sprintf("corrections steady at %v over %v: trying %v", m, since.Round(time.Millisecond), c.cur)
-		} else {
-			d.Change, d.Reason = "hold", fmt.Sprintf("corrections over %v not yet steady", since.Round(time.Millisecond))
-		}
 	case grew:
 		d.Change, d.Reason = "hold", fmt.Sprintf("error %v over %v beyond the budget %v, at the floor", drift, since.Round(time.Millisecond), budget)
+	case c.cur >= c.cfg.Ceiling:
+		d.Change, d.Reason = "hold", "at the ceiling"
+	case len(c.atFloor) < 2:
+		d.Change, d.Reason = "hold", "measuring the noise at the floor"
 	case predict(2*c.cur) <= budget*7/10:
 		c.cur = min(2*c.cur, c.cfg.Ceiling)
 		d.Change, d.Reason = "lengthen", fmt.Sprintf("error %v predicted over %v, within the budget %v", predict(c.cur), c.cur, budget)

@@ -206,3 +206,18 @@ func TestIntervalControllerBounded(t *testing.T) {
 		t.Fatalf("a new host every round: %v, want the floor", c.Interval())
 	}
 }
+
+// A residual frequency error the discipline does not remove (0.1 ppm:
+// 24 µs over 240 s, beyond the 20 µs target): the interval settles where
+// the predicted error fits the budget, below the ceiling, and stays there
+// instead of going up to the ceiling and back down.
+func TestIntervalControllerSettlesBelowCeiling(t *testing.T) {
+	c := NewIntervalController(testInterval)
+	drifting := network{hosts: []string{"a", "b", "c"}, noise: 2 * time.Microsecond, resid: 0.1}
+	got := run(c, drifting, 30)
+	for i, iv := range got[15:] {
+		if iv < 32*time.Second || iv > 128*time.Second {
+			t.Fatalf("round %d: %v; intervals %v, want them settled within [32 s, 128 s]", 15+i, iv, got)
+		}
+	}
+}
