@@ -664,3 +664,82 @@ func TestRoundOpen(t *testing.T) {
 		t.Fatalf("round %d open on a stopped machine", r3)
 	}
 }
+
+// syncRoundOf is the SyncRound among acts.
+func syncRoundOf(t *testing.T, acts []Action) SyncRound {
+	t.Helper()
+	for _, a := range acts {
+		if r, ok := a.(SyncRound); ok {
+			return r
+		}
+	}
+	t.Fatalf("no SyncRound in %v", acts)
+	return SyncRound{}
+}
+
+// Adaptive rounds: SyncResult.Next moves the next round to Next after the
+// start of this one, capped at SyncInterval; without it the rounds stay
+// SyncInterval apart, as BSD's.
+func TestSyncResultNext(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s", addr(2))
+	for _, c := range []struct{ next, want time.Duration }{
+		{8 * time.Second, 8 * time.Second},
+		{0, 240 * time.Second},
+		{64 * time.Second, 64 * time.Second},
+		{time.Hour, 240 * time.Second},
+	} {
+		sr := syncRoundOf(t, h.fire(TimerSync))
+		start := h.now
+		h.now = h.now.Add(2 * time.Second) // the round measured for 2 s
+		h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s"}}, Next: c.next})
+		if got := h.timers[TimerSync].Sub(start); got != c.want {
+			t.Fatalf("Next %v: next round %v after this one, want %v", c.next, got, c.want)
+		}
+		for _, s := range sends(h.last) {
+			h.recv(tsp.Ack, s.Packet.Seq, "s", addr(2))
+		}
+	}
+}
+
+// A correction still unanswered when the next round's goes out is
+// cancelled: retransmitted after the new one, it would move the slave
+// back by the old amount.
+func TestStaleCorrectionCancelled(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s", addr(2))
+	sr := syncRoundOf(t, h.fire(TimerSync))
+	acts := h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s", Delta: time.Millisecond}}, Next: time.Second})
+	first := sends(acts)
+	if len(first) != 1 {
+		t.Fatalf("round 1 sent %v", first)
+	}
+	// Unanswered; the next round comes before the retransmissions end.
+	sr = syncRoundOf(t, h.fire(TimerSync))
+	h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s", Delta: 2 * time.Millisecond}}, Next: time.Second})
+	var copies []tsp.Packet
+	for {
+		var next TimerID
+		for id := range h.timers {
+			if id >= firstSendTimer && (next == 0 || h.timers[id].Before(h.timers[next])) {
+				next = id
+			}
+		}
+		if next == 0 {
+			break
+		}
+		for _, s := range sends(h.fire(next)) {
+			copies = append(copies, s.Packet)
+		}
+	}
+	for _, p := range copies {
+		if p.Seq == first[0].Packet.Seq {
+			t.Fatalf("round 1's ADJTIME (seq %d) retransmitted after round 2's", p.Seq)
+		}
+	}
+	if len(copies) == 0 {
+		t.Fatal("round 2's ADJTIME was not retransmitted either")
+	}
+}
