@@ -111,6 +111,13 @@ type Sync struct {
 	// (never beyond max-step). Count 0: off, BSD's slewing.
 	MakeStepThreshold time.Duration
 	MakeStepCount     int
+	// IntervalFloor and IntervalTarget make a master's rounds adaptive
+	// (clocksync.IntervalController): from IntervalFloor up to the
+	// sync-interval, aiming to keep each clock within IntervalTarget
+	// between rounds. A floor equal to the sync-interval is BSD's fixed
+	// rounds (the fast profile's default).
+	IntervalFloor  time.Duration
+	IntervalTarget time.Duration
 }
 
 // MaxMakeStepCount bounds makestep-count: past a few rounds the clock is
@@ -168,6 +175,8 @@ var durationKeys = []durationKey{
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
 	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
 	{"makestep-threshold", "while not yet synchronised (the first makestep-count corrections after start or an alarm), corrections at or above are stepped, not slewed (1ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MakeStepThreshold }},
+	{"sync-interval-min", "shortest sync round: rounds adapt from it up to sync-interval, short while the slaves' frequencies are learnt or the corrections grow; equal to sync-interval: fixed rounds, as BSD (8s; fast profile: sync-interval)", time.Second, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.IntervalFloor }},
+	{"sync-target", "error adaptive rounds aim to keep each clock within between rounds (20µs)", clocksync.MinIntervalTarget, clocksync.MaxIntervalTarget, func(c *Config) *time.Duration { return &c.Sync.IntervalTarget }},
 	{"max-source-influence", "most one host can move the master's network time in a round; 0: no bound, as BSD (50ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxSourceInfluence }},
 }
 
@@ -357,7 +366,11 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Election = defaults("")
 	// MaxSourceInfluence: one host alone never makes the master step.
 	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: clocksync.DefaultMaxSourceInfluence,
-		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold}
+		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold,
+		IntervalFloor:     clocksync.DefaultIntervalFloor, IntervalTarget: clocksync.DefaultIntervalTarget}
+	if c.Profile == "fast" {
+		c.Sync.IntervalFloor = c.Election.SyncInterval // fixed 4 s rounds
+	}
 
 	c.MayBeMaster = r.boolean("master")
 	c.Trusted = r.list("trusted", "a list of host names or addresses")
@@ -432,6 +445,7 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 		t.set[k.key] = raw
 	}
 	r.errs = append(r.errs, t.derive()...)
+	r.errs = append(r.errs, t.floor(c.Profile)...)
 	for i := 1; i < len(c.Election.Retransmit); i++ {
 		c.Election.Retransmit[i] = 2 * c.Election.Retransmit[i-1]
 	}
