@@ -26,6 +26,8 @@
 //     slave's application of a correction, with the max-step alarm.
 //   - Frequency discipline (discipline.go) and the date path (date.go), both
 //     as pure logic the daemon calls.
+//   - Adaptive sync rounds (interval.go): IntervalController, pure, chooses
+//     the interval between a master's rounds from their corrections.
 //   - clocksync/simsync: the measure → network time → correct loop among
 //     simulated clocks in virtual time, for tests and `make bench`.
 //
