@@ -60,8 +60,10 @@ func (h *harness) fire(id TimerID) []Action {
 	return h.step(TimerFired{ID: id})
 }
 
-// fireSends fires pending send timers until none is left.
-func (h *harness) fireSends() {
+// fireSends fires pending send timers until none is left, and returns
+// what they sent.
+func (h *harness) fireSends() []Send {
+	var out []Send
 	for {
 		var next TimerID
 		for id := range h.timers {
@@ -70,9 +72,9 @@ func (h *harness) fireSends() {
 			}
 		}
 		if next == 0 {
-			return
+			return out
 		}
-		h.fire(next)
+		out = append(out, sends(h.fire(next))...)
 	}
 }
 
@@ -719,24 +721,10 @@ func TestStaleCorrectionCancelled(t *testing.T) {
 	// Unanswered; the next round comes before the retransmissions end.
 	sr = syncRoundOf(t, h.fire(TimerSync))
 	h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s", Delta: 2 * time.Millisecond}}, Next: time.Second})
-	var copies []tsp.Packet
-	for {
-		var next TimerID
-		for id := range h.timers {
-			if id >= firstSendTimer && (next == 0 || h.timers[id].Before(h.timers[next])) {
-				next = id
-			}
-		}
-		if next == 0 {
-			break
-		}
-		for _, s := range sends(h.fire(next)) {
-			copies = append(copies, s.Packet)
-		}
-	}
-	for _, p := range copies {
-		if p.Seq == first[0].Packet.Seq {
-			t.Fatalf("round 1's ADJTIME (seq %d) retransmitted after round 2's", p.Seq)
+	copies := h.fireSends()
+	for _, c := range copies {
+		if c.Packet.Seq == first[0].Packet.Seq {
+			t.Fatalf("round 1's ADJTIME (seq %d) retransmitted after round 2's", c.Packet.Seq)
 		}
 	}
 	if len(copies) == 0 {

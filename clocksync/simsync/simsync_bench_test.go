@@ -32,14 +32,7 @@ func BenchmarkSync(b *testing.B) {
 		for _, md := range modes {
 			for _, f := range []Fault{FaultNone, FaultDrift, FaultStep} {
 				b.Run(fmt.Sprintf("N=%d/%s/fault=%v", n, md.name, f), func(b *testing.B) {
-					var r Result
-					for b.Loop() {
-						var err error
-						if r, err = Run(Config{N: n, Seed: 1, BSD: md.bsd, FixedCount: md.fixed, Fault: f}); err != nil {
-							b.Fatal(err)
-						}
-					}
-					us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+					r := runEach(b, Config{N: n, Seed: 1, BSD: md.bsd, FixedCount: md.fixed, Fault: f})
 					b.ReportMetric(us(r.P50), "p50-µs")
 					b.ReportMetric(us(r.P99), "p99-µs")
 					b.ReportMetric(us(r.Max), "max-µs")
@@ -130,14 +123,7 @@ func BenchmarkNoisySlave(b *testing.B) {
 			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
 				cfg := Config{N: n, Seed: 1, BSD: mode == "bsd", FilterOff: mode == "ours-no-filter",
 					Noisy: Sched{Prob: 0.3, Max: 4 * time.Millisecond}}
-				var r Result
-				for b.Loop() {
-					var err error
-					if r, err = Run(cfg); err != nil {
-						b.Fatal(err)
-					}
-				}
-				us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+				r := runEach(b, cfg)
 				b.ReportMetric(us(r.P50), "p50-µs")
 				b.ReportMetric(us(r.P99), "p99-µs")
 				b.ReportMetric(us(r.Max), "max-µs")
@@ -195,14 +181,7 @@ func BenchmarkDefaults(b *testing.B) {
 					cfg.N, cfg.Seed, cfg.Duration = n, 1, 30*time.Minute
 					cfg.MaxOffset, cfg.MaxDriftPPM, cfg.Osc, cfg.SkipRounds = 500*time.Millisecond, 43, clocksync.TypicalOscillator(1), 1
 					cfg.DelayMin, cfg.DelayMax = nw.min, nw.max
-					var r Result
-					for b.Loop() {
-						var err error
-						if r, err = Run(cfg); err != nil {
-							b.Fatal(err)
-						}
-					}
-					us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+					r := runEach(b, cfg)
 					b.ReportMetric(r.ConvergedAt.Seconds(), "s-to-1ms")
 					b.ReportMetric(r.Below100At.Seconds(), "s-to-100µs")
 					b.ReportMetric(us(r.P95Late), "p95-µs")
@@ -223,3 +202,20 @@ func BenchmarkDefaults(b *testing.B) {
 		}
 	}
 }
+
+// runEach runs cfg once per benchmark iteration and returns the last
+// result (every run of a seed is the same).
+func runEach(b *testing.B, cfg Config) Result {
+	b.Helper()
+	var r Result
+	for b.Loop() {
+		var err error
+		if r, err = Run(cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r
+}
+
+// us is d in microseconds, for ReportMetric.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
