@@ -452,6 +452,11 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	}
 	r.errs = append(r.errs, t.derive()...)
 	r.errs = append(r.errs, t.floor(c.Profile)...)
+	if c.Sync.IntervalFloor < c.Election.SyncInterval {
+		// Adaptive rounds: a slave that joins is measured within the
+		// floor, not at the next round up to sync-interval away.
+		c.Election.JoinSync = c.Sync.IntervalFloor
+	}
 	for i := 1; i < len(c.Election.Retransmit); i++ {
 		c.Election.Retransmit[i] = 2 * c.Election.Retransmit[i-1]
 	}

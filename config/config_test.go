@@ -52,6 +52,7 @@ func TestDefaultsAreBSD(t *testing.T) {
 	}
 	want := election.DefaultConfig("")
 	want.MayBeMaster = false
+	want.JoinSync = c.Sync.IntervalFloor // adaptive rounds, on by default (TestAdaptiveRoundDefaults)
 	if !reflect.DeepEqual(c.Election, want) {
 		t.Fatalf("timers %+v, want BSD's %+v", c.Election, want)
 	}
@@ -149,6 +150,13 @@ func TestAdaptiveRoundDefaults(t *testing.T) {
 		cfg, fs, err := load(t, "", c.args...)
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
+		}
+		join := c.floor
+		if c.floor == c.ceil {
+			join = 0
+		}
+		if cfg.Election.JoinSync != join {
+			t.Errorf("%v: JoinSync %v, want %v (the floor of adaptive rounds)", c.args, cfg.Election.JoinSync, join)
 		}
 		if cfg.Sync.IntervalFloor != c.floor || cfg.Election.SyncInterval != c.ceil || cfg.Sync.IntervalTarget != c.target {
 			t.Errorf("%v: floor %v, sync-interval %v, target %v; want %v, %v, %v", c.args,

@@ -1015,6 +1015,7 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		s.needSet = true // a (re)started slave is set before it is adjusted
 		if m.now.Sub(m.masterUpAt) >= m.cfg.SetTimeGuard {
 			m.setTime(s, 0)
+			m.syncSoon()
 		}
 	case tsp.Accept:
 		// A late ACCEPT (its ACK was lost): answer it, list the sender.
@@ -1211,6 +1212,18 @@ func (m *Machine) syncRound() {
 	lp.HopCount = LoopHops
 	m.emit(Send{Packet: lp, Broadcast: true})
 	m.setTimer(TimerSync, m.cfg.SyncInterval)
+}
+
+// syncSoon brings the next round forward to JoinSync from now, if it is
+// further away (a slave joined). Never later: a flood of SLAVEUPs makes
+// rounds no more often than JoinSync.
+func (m *Machine) syncSoon() {
+	if m.cfg.JoinSync <= 0 || !m.state.IsMaster() {
+		return
+	}
+	if at, ok := m.timers[TimerSync]; ok && at.Sub(m.now) > m.cfg.JoinSync {
+		m.setTimer(TimerSync, m.cfg.JoinSync)
+	}
 }
 
 // RoundOpen reports whether a SyncResult for round would be taken now: the

@@ -731,3 +731,36 @@ func TestStaleCorrectionCancelled(t *testing.T) {
 		t.Fatal("round 2's ADJTIME was not retransmitted either")
 	}
 }
+
+// JoinSync: a slave joining between rounds brings the next round forward
+// to JoinSync from its SLAVEUP, never later than it was; off (0), it
+// waits for the round as in BSD.
+func TestJoinSync(t *testing.T) {
+	for _, c := range []struct {
+		join, want time.Duration
+	}{{8 * time.Second, 8 * time.Second}, {0, 240*time.Second - 100*time.Second}} {
+		cfg := DefaultConfig("a")
+		cfg.JoinSync = c.join
+		h := newHarness(t, cfg)
+		h.toMaster()
+		h.recv(tsp.SlaveUp, 1, "s", addr(2))
+		sr := syncRoundOf(t, h.fire(TimerSync))
+		h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s"}}})
+		h.now = h.now.Add(100 * time.Second)
+		h.recv(tsp.SlaveUp, 2, "new", addr(3))
+		if got := h.timers[TimerSync].Sub(h.now); got != c.want {
+			t.Errorf("JoinSync %v: next round %v after the SLAVEUP, want %v", c.join, got, c.want)
+		}
+		// A second newcomer does not push it later.
+		h.now = h.now.Add(time.Second)
+		h.recv(tsp.SlaveUp, 3, "newer", addr(4))
+		if got := h.timers[TimerSync].Sub(h.now); c.join > 0 && got != c.join-time.Second {
+			t.Errorf("JoinSync %v: a second SLAVEUP moved the round to %v from now", c.join, got)
+		}
+	}
+	bad := DefaultConfig("a")
+	bad.JoinSync = time.Hour
+	if _, err := New(bad, nil); err == nil || !strings.Contains(err.Error(), "JoinSync") {
+		t.Errorf("JoinSync beyond SyncInterval: %v", err)
+	}
+}
