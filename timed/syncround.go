@@ -39,7 +39,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		trusted[i] = rt.m().Trusted(s.Addr)
 	}
 	rt.prevAt, rt.roundAt = rt.roundAt, time.Now()
-	deadline := rt.roundAt.Add(roundBudget(rt.rounds.Interval()))
+	deadline := rt.roundAt.Add(roundBudget(rt.roundInterval()))
 	// The master's clock is the truth of the round (BSD dictate) when the
 	// Host says so (a submaster, or a network other than the one whose
 	// rounds vote) and for a few rounds after a date change.

@@ -78,7 +78,7 @@ func TestNextRound(t *testing.T) {
 	rt := func(floor time.Duration) *netRuntime {
 		cfg := &config.Config{Election: election.Config{SyncInterval: 240 * time.Second},
 			Sync: config.Sync{IntervalFloor: floor, IntervalTarget: 20 * time.Microsecond}}
-		d := &Daemon{hostname: "m", measurer: icmp, log: logrus.New()}
+		d := &Daemon{hostname: "m", measurer: icmp, log: logrus.New(), cfg: cfg}
 		return &netRuntime{d: d, log: logrus.NewEntry(d.log), rounds: clocksync.NewIntervalController(intervalConfig(cfg))}
 	}
 	// round runs one round on r, the BSD slave off by bsd and "a" by a.
@@ -103,6 +103,10 @@ func TestNextRound(t *testing.T) {
 	}
 	if got[0] != 8*time.Second || got[len(got)-1] != 240*time.Second {
 		t.Fatalf("adaptive rounds with a BSD slave: %v, want from the floor to the ceiling", got)
+	}
+	// What the status shows: the interval the rounds run at.
+	if ad.roundInterval() != 240*time.Second || fixed.roundInterval() != 240*time.Second {
+		t.Fatalf("round intervals shown: adaptive %v, fixed %v; want 240s", ad.roundInterval(), fixed.roundInterval())
 	}
 	// Our slave's corrections grow (its temperature changed): shorter.
 	if next := round(ad, 200*time.Microsecond, 0); next >= 240*time.Second {
