@@ -279,3 +279,30 @@ func TestAdaptiveRounds(t *testing.T) {
 		t.Errorf("adaptive: p95 %v late in the run, fixed %v", a.P95Late, f.P95Late)
 	}
 }
+
+// A fast temperature cycle (±1 ppm over 30 min, an air conditioner's
+// rather than the day's): fixed 240 s rounds leave the frequency
+// discipline's lag in the spread (hundreds of µs), adaptive rounds shorten
+// to hold it within tens of µs, at the cost of more packets.
+func TestAdaptiveRoundsTemperature(t *testing.T) {
+	base := Config{N: 5, Seed: 1, Duration: time.Hour, MaxOffset: 500 * time.Millisecond, MaxDriftPPM: 43, SkipRounds: 1,
+		Osc: clocksync.Oscillator{WanderPPM: 0.03, TempPPM: 1, TempPeriod: 30 * time.Minute, Seed: 1}, DelayMin: 50 * time.Microsecond, DelayMax: 60 * time.Microsecond}
+	adaptive := base
+	adaptive.Floor = 8 * time.Second
+	a, _ := Run(adaptive)
+	f, _ := Run(base)
+	t.Logf("adaptive: p95 %v, max %v late in the run, %.1f packets/slave/min, rounds %v", a.P95Late, a.MaxLate, a.PerSlaveMinuteLate, a.Intervals)
+	t.Logf("fixed:    p95 %v, max %v, %.1f packets/slave/min", f.P95Late, f.MaxLate, f.PerSlaveMinuteLate)
+	if a.P95Late*4 > f.P95Late {
+		t.Errorf("adaptive p95 %v, fixed %v: want adaptive four times better at least", a.P95Late, f.P95Late)
+	}
+	short := 0
+	for iv, n := range a.Intervals {
+		if iv < 64*time.Second {
+			short += n
+		}
+	}
+	if short < a.Rounds/2 {
+		t.Errorf("adaptive: %d of %d rounds under 64 s (%v): the temperature did not shorten them", short, a.Rounds, a.Intervals)
+	}
+}
