@@ -210,7 +210,7 @@ func (c *IntervalController) Round(since time.Duration, corrections []HostCorrec
 			joined, isNew = h.Host, true
 		}
 		if abs >= c.cfg.jump() && jumped == "" {
-			jumped = fmt.Sprintf("%s corrected by %v", h.Host, h.Correction)
+			jumped = fmt.Sprintf("%q corrected by %v", h.Host, h.Correction)
 		}
 		c.seen[h.Host] = c.round
 		if !h.New {
