@@ -110,6 +110,9 @@ type Status struct {
 	// (--clock system with kernel-sync-status); omitted where it leaves
 	// the kernel alone.
 	KernelSync *KernelSync `json:"kernel_sync,omitempty"`
+	// Reference is this host's own reference state (--reference kernel);
+	// omitted on other hosts.
+	Reference *Reference `json:"reference,omitempty"`
 	// LastCorrection is the last correction this host applied to its clock.
 	LastCorrection *Correction        `json:"last_correction,omitempty"`
 	FrequencyPPM   float64            `json:"frequency_ppm"`
@@ -160,6 +163,27 @@ type KernelSync struct {
 	// Error is why the last write failed; the state above is the last
 	// one written.
 	Error string `json:"error,omitempty"`
+}
+
+// Reference is a reference host's own state (--reference kernel): what
+// the kernel last said of its clock, kept by another program, and
+// whether the host claims to be a reference (README, "UTC on the LAN").
+type Reference struct {
+	// Claiming: the kernel has said synchronised within MaxErrorBound
+	// (with the hold's hysteresis); the host serves its clock as the
+	// network time when master, and its election outranks others'.
+	Claiming bool `json:"claiming"`
+	// KernelSynchronised and KernelMaxErrorSecs are the kernel's last
+	// reading (STA_UNSYNC clear; maxerror), at CheckedAt; Error why it
+	// could not be read.
+	KernelSynchronised bool      `json:"kernel_synchronised"`
+	KernelMaxErrorSecs float64   `json:"kernel_maxerror_seconds"`
+	MaxErrorBoundSecs  float64   `json:"maxerror_bound_seconds"`
+	CheckedAt          time.Time `json:"checked_at"`
+	Error              string    `json:"error,omitempty"`
+	// CorrectionsIgnored counts the corrections this host was asked to
+	// make to its clock and did not.
+	CorrectionsIgnored int `json:"corrections_ignored"`
 }
 
 // Sync states (Sync.State). README, "Is it synchronised?", defines them.
