@@ -398,6 +398,7 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	default:
 		bad("reference", ref, "kernel or off", nil)
 	}
+	c.Election.Reference = c.Sync.Reference
 	c.Election.MayBeMaster = c.MayBeMaster // the daemon resolves Trusted to addresses
 	c.Networks = prefixes(r, "networks")
 	c.IgnoreNetworks = prefixes(r, "ignore-networks")

@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/timed/control"
 )
 
@@ -100,6 +101,9 @@ func (d *Daemon) checkReference() {
 	st, err := d.clock.State()
 	h := &d.ref.health
 	if !h.observe(time.Now(), st, err) {
+		if h.claiming {
+			d.tellClaim() // the maxerror it announces
+		}
 		return
 	}
 	fields := logrus.Fields{"synchronised": h.synced, "maxerror": h.maxError, "bound": h.maxErr}
@@ -111,7 +115,7 @@ func (d *Daemon) checkReference() {
 	} else {
 		d.log.WithFields(fields).Warn("reference: the kernel no longer says the clock is synchronised within the bound; stepping down")
 	}
-	d.referenceChanged()
+	d.tellClaim()
 }
 
 // checkReferenceEvery reads the kernel's state every interval until the
@@ -135,8 +139,11 @@ func (d *Daemon) refuseCorrection(delta time.Duration, from string) (clocksync.A
 	return clocksync.Applied{Action: clocksync.Refused, By: delta, Requested: delta}, errReference
 }
 
-// referenceChanged carries a change of the claim to the election.
-func (d *Daemon) referenceChanged() {}
+// tellClaim tells the election the claim and the kernel's maxerror.
+func (d *Daemon) tellClaim() {
+	h := &d.ref.health
+	d.carryOut(d.host.SetReference(d.now(), election.SetReference{Claim: h.claiming, MaxError: h.maxError}), time.Time{})
+}
 
 // view is the status's Reference; nil when off.
 func (r *reference) view() *control.Reference {
@@ -150,4 +157,26 @@ func (r *reference) view() *control.Reference {
 		v.Error = h.err.Error()
 	}
 	return v
+}
+
+// utcVia is the reference this host's time comes from and its maxerror:
+// itself while it claims, else the master it follows on its slavenet
+// while that master's claim stands (the Host keeps the claims heard);
+// "" for none.
+func (d *Daemon) utcVia() (string, time.Duration) {
+	if claiming, maxErr := d.host.Claim(); claiming {
+		return d.hostname, maxErr
+	}
+	i, ok := d.host.SlaveNet()
+	if !ok {
+		return "", 0
+	}
+	m, ok := d.host.Master(i)
+	if !ok {
+		return "", 0
+	}
+	if name, maxErr, ok := d.host.ReferenceOf(i, m.Addr); ok && name == m.Name {
+		return m.Name, maxErr
+	}
+	return "", 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -185,10 +186,13 @@ func await(t *testing.T, what string, bound time.Duration, cond func() (bool, st
 // bring its slave onto its clock (the slave's simulated clock ends within
 // a few ms of the reference's 30 ms lead: no averaging, corrections
 // towards the reference only), and as a slave of another master, whose
-// corrections it acknowledges and ignores.
+// corrections it acknowledges and ignores; nor when it steps down (the
+// kernel's clock unsynchronised: the plain host becomes master) and comes
+// back (it takes the network over again).
 func TestReferenceNeverAdjusts(t *testing.T) {
 	const lead = 30 * time.Millisecond
 	t.Run("master", func(t *testing.T) {
+		t.Parallel()
 		ports := udpPorts(t, 2)
 		ref := &refClock{offset: lead}
 		ref.maxErr.Store(int64(5 * time.Millisecond))
@@ -210,11 +214,26 @@ func TestReferenceNeverAdjusts(t *testing.T) {
 		if st.Reference == nil || !st.Reference.Claiming || st.KernelSync != nil {
 			t.Errorf("reference status %+v, kernel sync %+v; want claiming, kernel left alone", st.Reference, st.KernelSync)
 		}
+		if y := st.Sync; y.UTCVia != "ref" || y.UTCBoundSecs == nil || *y.UTCBoundSecs != 0.005 {
+			t.Errorf("the reference's sync %+v: want UTC via itself within its maxerror", y)
+		}
+		// The slave says where its time comes from, and how far from
+		// UTC it may be: the reference's maxerror and more.
+		await(t, "the slave synchronised to UTC via the reference", 60*time.Second, func() (bool, string) {
+			y := p.testStatus().Sync
+			return y.UTCVia == "ref" && y.UTCBoundSecs != nil && *y.UTCBoundSecs > 0.005 && strings.HasPrefix(y.Reason, "synchronised to UTC via ref"),
+				fmt.Sprintf("%+v", y)
+		})
+		srcs := p.handleControl(context.Background(), control.Request{Cmd: control.CmdSources}).Sources
+		if srcs == nil || len(srcs.Sources) != 1 || srcs.Sources[0].ReferenceMaxErrorSecs == nil || *srcs.Sources[0].ReferenceMaxErrorSecs != 0.005 {
+			t.Errorf("the slave's sources: %+v", srcs)
+		}
 		if calls := ref.adjusting(); len(calls) != 0 {
 			t.Errorf("the reference's clock was changed: %v", calls)
 		}
 	})
 	t.Run("slave", func(t *testing.T) {
+		t.Parallel()
 		ports := udpPorts(t, 2)
 		ref := &refClock{offset: lead}
 		ref.unsynced.Store(true) // not a reference now: the other host is master
@@ -228,6 +247,31 @@ func TestReferenceNeverAdjusts(t *testing.T) {
 			st := r.testStatus()
 			return st.State == "slave" && st.Reference.CorrectionsIgnored >= 3, fmt.Sprintf("%s, %+v", st.State, st.Reference)
 		})
+		if calls := ref.adjusting(); len(calls) != 0 {
+			t.Errorf("the reference's clock was changed: %v", calls)
+		}
+	})
+	t.Run("step down and return", func(t *testing.T) {
+		t.Parallel()
+		ports := udpPorts(t, 2)
+		ref := &refClock{offset: lead}
+		ref.maxErr.Store(int64(5 * time.Millisecond))
+		r := pairDaemon(t, "ref", ports[0], ports[1], ref, "--reference", "kernel", "--reference-hold", "0s")
+		p := pairDaemon(t, "plain", ports[1], ports[0], nil, "-M")
+		roles := func(want string) func() (bool, string) {
+			return func() (bool, string) {
+				got := r.testStatus().State + "/" + p.testStatus().State
+				return got == want, got
+			}
+		}
+		await(t, "the reference master", 60*time.Second, roles("master/slave"))
+		ref.unsynced.Store(true) // chrony lost its server
+		await(t, "the plain host master", 60*time.Second, roles("slave/master"))
+		if st := r.testStatus(); st.Reference.Claiming || st.Sync.UTCVia != "" {
+			t.Errorf("stepped down: %+v, sync %+v", st.Reference, st.Sync)
+		}
+		ref.unsynced.Store(false)
+		await(t, "the reference master again", 60*time.Second, roles("master/slave"))
 		if calls := ref.adjusting(); len(calls) != 0 {
 			t.Errorf("the reference's clock was changed: %v", calls)
 		}

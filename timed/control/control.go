@@ -217,6 +217,17 @@ type Sync struct {
 	// PendingSlewSecs is what is still to be slewed of that correction
 	// (at adjtime's 500 ppm): the estimate counts it as not yet done.
 	PendingSlewSecs float64 `json:"pending_slew_seconds"`
+	// UTCVia is the reference host this host's time comes from (README,
+	// "UTC on the LAN"): the master it follows, which claims to be a
+	// reference, or itself; omitted elsewhere. ReferenceMaxErrorSecs is
+	// that host's kernel maxerror (its bound on its distance from UTC)
+	// and UTCBoundSecs this host's bound on its own distance from UTC:
+	// the reference's maxerror, plus this host's offset from it and that
+	// offset's error bound (a slave's grows from clocksync's least
+	// measurement error since its last correction), while synchronised.
+	UTCVia                string   `json:"utc_via,omitempty"`
+	ReferenceMaxErrorSecs *float64 `json:"reference_maxerror_seconds,omitempty"`
+	UTCBoundSecs          *float64 `json:"utc_bound_seconds,omitempty"`
 	// LastCorrectionAgeSecs: since the last correction applied to the
 	// clock (Status.LastCorrection says which).
 	LastCorrectionAgeSecs *float64 `json:"last_correction_age_seconds,omitempty"`
@@ -264,7 +275,10 @@ type Source struct {
 	OffsetSecs     *float64 `json:"offset_seconds,omitempty"`
 	ErrorBoundSecs *float64 `json:"error_bound_seconds,omitempty"`
 	RTTSecs        *float64 `json:"rtt_seconds,omitempty"`
-	AgeSecs        *float64 `json:"age_seconds,omitempty"`
+	// ReferenceMaxErrorSecs: a master that claims to be a reference
+	// (README, "UTC on the LAN"), with the kernel maxerror it announced.
+	ReferenceMaxErrorSecs *float64 `json:"reference_maxerror_seconds,omitempty"`
+	AgeSecs               *float64 `json:"age_seconds,omitempty"`
 	// Method is how the offset was measured: "probe" (ours) or "icmp"
 	// (ICMP timestamps, for BSD daemons); for a master, how it measures
 	// this host (its probes seen here, or else ICMP, which the kernel
