@@ -188,7 +188,7 @@ man: build
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timed gen-docs $(DOCS)
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timedc gen-docs $(DOCS)
 
-## install: binaries, units (timed, timed-wait), the ntp-units.d entry,
+## install: binaries, units (timed, timed-wait, timed-reference), the ntp-units.d entry,
 ## sysusers and tmpfiles entries, an example config
 ## (kept if one is there), man pages and completions; then it prints what an
 ## admin does next (README, "Installing")
@@ -208,6 +208,7 @@ install: build man
 	install -m 0755 $(BIN)/timedc $(DESTDIR)$(PREFIX)/bin/timedc
 	sed 's#/usr/local/sbin/timed#$(PREFIX)/sbin/timed#' systemd/timed.service > $(DESTDIR)$(UNITDIR)/timed.service
 	sed 's#/usr/local/bin/timedc#$(PREFIX)/bin/timedc#' systemd/timed-wait.service > $(DESTDIR)$(UNITDIR)/timed-wait.service
+	sed 's#/usr/local/sbin/timed#$(PREFIX)/sbin/timed#' systemd/timed-reference.service > $(DESTDIR)$(UNITDIR)/timed-reference.service
 	install -m 0644 systemd/50-timed.list $(DESTDIR)/usr/lib/systemd/ntp-units.d/50-timed.list
 	install -m 0644 systemd/timed.sysusers $(DESTDIR)/usr/lib/sysusers.d/timed.conf
 	install -m 0644 systemd/timed.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/timed.conf
@@ -225,6 +226,7 @@ install: build man
 	@echo "  \$${EDITOR:-vi} /etc/timed/timed.yaml       # master, trusted hosts, auth: see timed.yaml(5)"
 	@echo "  systemctl enable --now timed"
 	@echo "  systemctl enable timed-wait            # optional: hold time-sync.target until synchronised (3 min at most)"
+	@echo "  (a reference host beside chrony or ntpd: systemctl enable --now timed-reference instead of timed; README, \"UTC on the LAN\")"
 	@echo "  usermod -aG timed ADMIN                # who may run timedc status and step (socket mode 0660)"
 
 ## deb: build/timed_VERSION_ARCH.deb (VERSION from git describe,
