@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build demo bench-ring bench-flood bench-net test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
+.PHONY: all build demo bench-ring bench-flood bench-net bench-defaults test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
 
 # Recipes run under bash with pipefail: test output goes through
 # testsummary, and a failing go test must fail the pipe.
@@ -159,6 +159,13 @@ BENCH_NET_ROUNDS ?= 12
 BENCH_NET_SEED   ?= 1
 bench-net: build
 	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED)
+
+## bench-defaults: issue 20's figures in virtual time (simsync's
+## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the
+## fast profile and BSD-equivalent settings, N = 5, 20, 50, 30 simulated
+## minutes of clocks wandering as typical crystals
+bench-defaults:
+	$(GO) test -run '^$$' -bench '^BenchmarkDefaults$$' -benchtime 1x ./clocksync/simsync | sed -n 's/^ *simsync_bench_test.go:[0-9]*: //p'
 
 ## bench-ring: ring-election messages, bits and time against each paper's
 ## bound for n = 2^3 … 2^16, and bench-ring.png (messages/(n log2 n) vs n)
