@@ -1,7 +1,10 @@
 package simnet
 
 import (
+	"flag"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -173,6 +176,126 @@ func TestReferenceBSDPeers(t *testing.T) {
 		stays(t, n, c, r, 3)
 		if n.Stats.DeliveredExt[tsp.ExtReference] != 0 {
 			t.Errorf("seed %d: %d claims delivered to peers that drop version 2", seed, n.Stats.DeliveredExt[tsp.ExtReference])
+		}
+	}
+}
+
+var rseedsFlag = flag.Int("rseeds", 200, "TestRandomReferences: how many seeds to run")
+
+// TestRandomReferences: TestRandomFaults's schedules with one or two
+// reference nodes whose claims (and maxerrors) change at random during
+// the faults, every invariant checked after every step. After the calm
+// the network must settle, and on the best claiming reference when one
+// claims: the smaller maxerror's power of two, then the lower name.
+func TestRandomReferences(t *testing.T) {
+	runSeeds(t, "TestRandomReferences", "rseed", 5000, *rseedsFlag, 0, randomReferenceRun)
+}
+
+func randomReferenceRun(seed uint64, trace func(string)) error {
+	r := rand.New(rand.NewPCG(seed, 43))
+	n := New(seed)
+	plain := 1 + r.IntN(4)
+	n.AddN(plain, func(name string) election.Config {
+		c := fast(name)
+		c.MayBeMaster = r.Float64() < 0.7
+		return c
+	})
+	var refs []*Node
+	for i := range 1 + r.IntN(2) {
+		refs = append(refs, n.Add(refCfg(fmt.Sprintf("r%d", i+1))))
+	}
+	errs := []time.Duration{500 * time.Microsecond, 3 * time.Millisecond, 5 * time.Millisecond, 40 * time.Millisecond}
+	draw := func() election.SetReference {
+		return election.SetReference{Claim: r.IntN(3) > 0, MaxError: errs[r.IntN(len(errs))]}
+	}
+	for _, nd := range refs {
+		nd.Claim = draw()
+		for range 1 + r.IntN(4) { // changes of claim during the faults
+			n.S.After(time.Duration(r.Int64N(int64(58*time.Second))), func() { n.SetReference(nd, draw()) })
+		}
+	}
+	if r.IntN(3) == 0 {
+		trustEligible(n)
+	}
+	base := Link{MinLatency: time.Duration(500+r.IntN(1500)) * time.Microsecond}
+	base.MaxLatency = base.MinLatency + time.Duration(r.IntN(8000))*time.Microsecond
+	n.SetLink(base)
+	c := Check(n, fast("x"))
+	if trace != nil {
+		n.Trace(trace)
+		trace(fmt.Sprintf("seed %d: %d plain nodes, %d references, B=%v", seed, plain, len(refs), c.Bound))
+	}
+	if err := faultsThenCalm(n, r, base, c.err, trace); err != nil {
+		return err
+	}
+	calm := n.S.Now()
+	n.Run(c.Bound + 2*fast("x").SyncInterval)
+	if c.Err != nil {
+		return c.Err
+	}
+	if !n.Settled() {
+		return fmt.Errorf("not settled %v after the calm began (B=%v)", n.S.Now().Sub(calm), c.Bound)
+	}
+	var best *Node
+	for _, nd := range refs {
+		if nd.Claim.Claim && (best == nil || refBucketOf(nd) < refBucketOf(best) || refBucketOf(nd) == refBucketOf(best) && nd.Name < best.Name) {
+			best = nd
+		}
+	}
+	if ms := n.Masters(); best != nil && (len(ms) != 1 || ms[0] != best) {
+		return fmt.Errorf("master %v, want the best claiming reference %s", names(ms), best.Name)
+	}
+	return nil
+}
+
+// refBucketOf is a node's claim's power of two of a millisecond, as the
+// election compares them (by value: 0.5, 3, 5 and 40 ms are 0, 2, 3, 6).
+func refBucketOf(nd *Node) int {
+	return bits.Len64(uint64(nd.Claim.MaxError / time.Millisecond))
+}
+
+// TestReferenceGateway: a reference on two networks, not claiming, is
+// not eligible: a1 masters A, b1 B, and the gateway follows one of them.
+// When it claims it masters both networks (its claim outranks their time
+// sources), and the site settles on it; when it stops, each network goes
+// back to a master of its own, or one takes the other's time.
+func TestReferenceGateway(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		n := New(seed)
+		n.Networks[0].Name = "A"
+		b := n.AddNetwork("B")
+		a1 := n.AddOn(fast("a1"), 0)
+		n.AddOn(fast("a2"), 0)
+		gw := n.AddOn(refCfg("gw"), 0, b)
+		n.AddOn(fast("b1"), b)
+		n.AddOn(fast("b2"), b)
+		n.SetLink(Link{MinLatency: time.Millisecond, MaxLatency: time.Duration(1+seed%8) * time.Millisecond})
+		c := CheckMulti(n, fast("x"))
+		n.Start(a1)
+		n.Run(time.Second)
+		for _, nd := range n.Nodes[1:] {
+			n.Start(nd)
+		}
+		settled := func() bool { ok, _ := n.SiteSettled(); return ok }
+		if !n.RunUntil(time.Minute, settled) {
+			t.Fatalf("seed %d: not settled before the claim\n%s", seed, joinLines(n.Status()))
+		}
+		n.SetReference(gw, claim(time.Millisecond))
+		both := func() bool {
+			return settled() && gw.H.State(0).IsMaster() && gw.H.State(1).IsMaster() &&
+				len(n.netMasters(0)) == 1 && len(n.netMasters(b)) == 1
+		}
+		if !n.RunUntil(time.Minute, both) {
+			_, why := n.SiteSettled()
+			t.Fatalf("seed %d: the claiming gateway does not master both networks: %s\n%s", seed, why, joinLines(n.Status()))
+		}
+		n.SetReference(gw, election.SetReference{})
+		if !n.RunUntil(2*time.Minute, func() bool { return settled() && !gw.H.State(0).IsMaster() && !gw.H.State(1).IsMaster() }) {
+			_, why := n.SiteSettled()
+			t.Fatalf("seed %d: not settled after the step-down: %s\n%s", seed, why, joinLines(n.Status()))
+		}
+		if c.Err != nil {
+			t.Fatalf("seed %d: %v", seed, c.Err)
 		}
 	}
 }
