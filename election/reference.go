@@ -206,6 +206,9 @@ func (h *Host) claimNetworks() {
 			h.takeOver(i, q, "a reference outranks master "+q.Name)
 		}
 	}
+	if h.slave >= 0 && !h.follows(h.slave) {
+		h.slave = -1 // it took its slavenet over: it is its own time source
+	}
 }
 
 // announceGap is the least time between two announcements on a network
