@@ -45,9 +45,12 @@ import (
 // AdjustClock and SetClock, its clock being another program's.
 //
 // BSD's daemons, and ours with --bsd-compat, drop version 2 unread: they
-// see an ordinary master, whose MASTERUP and QUIT they obey as any other
-// (a BSD master QUITs a rival that the reference then refuses, and
-// answers with its own QUIT, which the BSD master obeys).
+// see an ordinary master, whose MASTERUP and QUIT they take as any
+// other's; a master that has not heard the claim and QUITs the reference
+// is refused (RefusedOutranked) and told to QUIT in turn
+// (TestReferenceBSDPeers). A claim heard counts from the Host's latest
+// step: ReferenceOf between steps may show one up to that step's age
+// older than its window.
 
 // SetReference is what the runtime tells the Host of this host's claim
 // (Host.SetReference): Claim while the clock is synchronised within the
