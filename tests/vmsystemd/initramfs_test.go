@@ -24,7 +24,7 @@ var wanted = []string{"virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic"
 // dir/initramfs: busybox and init.sh, the modules in load order, and the
 // payload init.sh copies into the root disk (the .deb, check.sh, its unit
 // and environment, the network's configuration).
-func buildInitramfs(dir, out string, assets map[string]string, deb, exposure string) error {
+func buildInitramfs(dir, out string, assets map[string]string, deb, exposure, exposureWait string) error {
 	root := filepath.Join(dir, "initramfs")
 	order, err := loadOrder(assets["modules"], wanted)
 	if err != nil {
@@ -45,7 +45,7 @@ func buildInitramfs(dir, out string, assets map[string]string, deb, exposure str
 	files[p+"root/"+filepath.Base(deb)] = file{from: deb, mode: 0o644}
 	files[p+"usr/local/sbin/timed-vmcheck"] = file{data: checkScript, mode: 0o755}
 	files[p+"etc/timed-vmcheck.env"] = file{mode: 0o644, data: fmt.Appendf(nil,
-		"EXPOSURE=%s\nSYNC_BOUND=%d\nKERNEL_BOUND=%d\n", exposure, int(syncBound/time.Second), int(kernelBound/time.Second))}
+		"EXPOSURE=%s\nEXPOSURE_WAIT=%s\nSYNC_BOUND=%d\nKERNEL_BOUND=%d\n", exposure, exposureWait, int(syncBound/time.Second), int(kernelBound/time.Second))}
 	files[p+"etc/systemd/system/timed-vmcheck.service"] = file{mode: 0o644, data: []byte(`[Unit]
 Description=timed's checks under systemd (tests/vmsystemd)
 After=multi-user.target

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +31,8 @@ var (
 )
 
 // checks are the guest's checks, in the order check.sh runs them. Each
-// must come back, and pass.
+// must come back, and pass; check.sh reports others only as failures
+// (master: the host did not answer an ask).
 var checks = []string{
 	"install", "masked-not-started", "is-active", "security",
 	"timedc-synchronised", "ntp-synchronized", "timedatectl-ntp-service",
@@ -100,7 +102,7 @@ func TestSystemdBoot(t *testing.T) {
 		t.Fatal("TIMED_DEB is not set: make e2e-systemd builds the package and sets it")
 	}
 	bin := envOr("TIMED_BIN", "../../bin")
-	exposure, err := readmeExposure("../../README.md")
+	exposure, exposureWait, err := readmeExposure("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestSystemdBoot(t *testing.T) {
 	dir := t.TempDir()
 
 	initrd := filepath.Join(dir, "initrd.cpio")
-	if err := buildInitramfs(dir, initrd, assets, deb, exposure); err != nil {
+	if err := buildInitramfs(dir, initrd, assets, deb, exposure, exposureWait); err != nil {
 		t.Fatal(err)
 	}
 	ns := netns(t)
@@ -134,6 +136,10 @@ func TestSystemdBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := qemu.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	start(t, qemu)
 	booted := time.Now()
 	lines := make(chan line)
@@ -143,7 +149,8 @@ func TestSystemdBoot(t *testing.T) {
 		results   = map[string]result{}
 		journal   []string
 		masterLog bytes.Buffer
-		masterAt  time.Time
+		masterAt  time.Time // the master's first start
+		master    *exec.Cmd
 		done      bool
 		deadline  = time.After(vmBound)
 	)
@@ -153,6 +160,7 @@ func TestSystemdBoot(t *testing.T) {
 			if b, err := os.ReadFile(console); err == nil {
 				t.Logf("---- log of the guest's console (last 60 lines) ----\n%s", tail(string(b), 60))
 			}
+			stop(master) // its output is copied until it exits
 			t.Logf("---- log of the master ----\n%s", masterLog.String())
 			t.Logf("---- log of the guest (journalctl -b) ----\n%s", strings.Join(journal, "\n"))
 		}
@@ -174,14 +182,22 @@ loop:
 			switch kind {
 			case "begin":
 				report("boot: QEMU start to the checks (host)", seconds(l.at.Sub(booted)))
-			case "wait-master":
-				master := exec.Command("ip", "netns", "exec", ns, filepath.Join(bin, "timed"),
-					"--config", "/dev/null", "--clock", "dry-run", "--master", "--profile", "fast",
-					"--hostname", "tvs-master", "--control-socket", filepath.Join(dir, "master.sock"))
-				master.Env = withoutTimedEnv(os.Environ()) // the test's TIMED_* are not its configuration
-				master.Stdout, master.Stderr = &masterLog, &masterLog
-				start(t, master)
-				masterAt = time.Now()
+			case "ask":
+				switch rest {
+				case "start-master":
+					master = startMaster(t, ns, bin, dir, &masterLog)
+					if masterAt.IsZero() {
+						masterAt = time.Now()
+					}
+				case "stop-master":
+					stop(master)
+				default:
+					t.Errorf("guest asked for %q", rest)
+					continue
+				}
+				if _, err := fmt.Fprintf(in, "done %s\n", rest); err != nil {
+					t.Errorf("answering the guest: %v", err)
+				}
 			case "check":
 				name, rest, _ := strings.Cut(rest, " ")
 				status, detail, _ := strings.Cut(rest, " ")
@@ -211,6 +227,11 @@ loop:
 		t.Errorf("QEMU still running a minute after the guest's last line")
 	}
 
+	for name, r := range results {
+		if !slices.Contains(checks, name) && !r.pass {
+			t.Errorf("%s: %s", name, r.detail)
+		}
+	}
 	for _, name := range checks {
 		t.Run(name, func(t *testing.T) {
 			r, ok := results[name]
@@ -274,18 +295,19 @@ func envOr(k, def string) string {
 	return def
 }
 
-// readmeExposure is the exposure level the README states for
-// `systemd-analyze security timed`.
-func readmeExposure(path string) (string, error) {
+// readmeExposure is the exposure levels the README states for
+// `systemd-analyze security --offline=true` of timed.service and
+// timed-wait.service ("Installing").
+func readmeExposure(path string) (timed, wait string, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	m := regexp.MustCompile(`exposure level (\d+\.\d)`).FindSubmatch(b)
+	m := regexp.MustCompile(`rates timed\.service's sandbox (\d+\.\d) \(\w+\) and\s+timed-wait\.service's (\d+\.\d)`).FindSubmatch(b)
 	if m == nil {
-		return "", fmt.Errorf("%s states no exposure level for systemd-analyze security timed", path)
+		return "", "", fmt.Errorf("%s states no systemd-analyze security figures for timed.service and timed-wait.service", path)
 	}
-	return string(m[1]), nil
+	return string(m[1]), string(m[2]), nil
 }
 
 // script runs one of the suite's shell scripts and returns its KEY=VALUE
@@ -350,6 +372,27 @@ func netns(t *testing.T) string {
 	return ns
 }
 
+// startMaster starts bin/timed in the namespace as the guest's master:
+// --clock dry-run, so that it reads the host's clock and never sets it.
+func startMaster(t *testing.T, ns, bin, dir string, log io.Writer) *exec.Cmd {
+	t.Helper()
+	master := exec.Command("ip", "netns", "exec", ns, filepath.Join(bin, "timed"),
+		"--config", "/dev/null", "--clock", "dry-run", "--master", "--profile", "fast",
+		"--hostname", "tvs-master", "--control-socket", filepath.Join(dir, "master.sock"))
+	master.Env = withoutTimedEnv(os.Environ()) // the test's TIMED_* are not its configuration
+	master.Stdout, master.Stderr = log, log
+	start(t, master)
+	return master
+}
+
+// stop kills cmd, if started, and waits for it.
+func stop(cmd *exec.Cmd) {
+	if cmd != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+}
+
 // start starts cmd so that it dies with the test's process (a timeout's
 // panic skips the cleanups) and is killed at the test's end.
 func start(t *testing.T, cmd *exec.Cmd) {
@@ -358,10 +401,7 @@ func start(t *testing.T, cmd *exec.Cmd) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	t.Cleanup(func() { stop(cmd) })
 }
 
 // withoutTimedEnv is env without the TIMED_* variables: timed takes each

@@ -7,20 +7,21 @@
 #   TVM begin
 #   TVM check NAME pass|fail DETAIL     one per check, in order
 #   TVM figure NAME VALUE               measured, reported, not asserted
-#   TVM wait-master                     the host starts its master now
+#   TVM ask start-master|stop-master    the host does it and answers
+#                                       "done start-master" on the port
 #   TVM journal LINE                    journalctl -b, when a check failed
 #   TVM done failed=0|1
 #
 # Durations are taken on the guest's monotonic clock (/proc/timer_list's
 # "now at", read by bash builtins: no process start in the measurement),
 # never on its realtime clock, which timed steps. /etc/timed-vmcheck.env
-# (written by the test) sets EXPOSURE (the README's systemd-analyze
-# security figure) and the bounds.
+# (written by the test) sets EXPOSURE and EXPOSURE_WAIT (the README's
+# systemd-analyze security figures) and the bounds.
 set -u
 . /etc/timed-vmcheck.env
 
-exec 3>/dev/ttyS1
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
+exec 3<>/dev/ttyS1
+stty raw -echo <&3
 failed=0
 say() { printf 'TVM %s\n' "$*" >&3; }
 # oneline: at most 400 printable bytes of stdin on one line.
@@ -28,6 +29,13 @@ oneline() { tr '\n' '|' | tr -cd '[:print:]' | cut -c1-400; }
 pass() { say "check $1 pass $(printf '%s' "${*:2}" | oneline)"; }
 fail() { failed=1; say "check $1 fail $(printf '%s' "${*:2}" | oneline)"; }
 figure() { say "figure $1 ${*:2}"; }
+# ask WHAT: have the host do WHAT (start-master, stop-master); fails when
+# it does not answer within a minute.
+ask() {
+	local reply
+	say "ask $1"
+	read -r -t 60 reply <&3 && [ "$reply" = "done $1" ]
+}
 
 # mono: the monotonic clock in nanoseconds.
 mono() {
@@ -114,28 +122,34 @@ else
 	fail is-active "enable --now rc=$rc: $out; is-active $(systemctl is-active timed)"
 fi
 
-exposure=$(systemd-analyze security timed.service 2>&1 | grep -o 'exposure level for timed.service: [0-9.]*' | grep -o '[0-9.]*$')
-figure security-exposure "${exposure:-none}"
-if [ "$exposure" = "$EXPOSURE" ]; then
-	pass security "exposure $exposure, as the README states"
+# exposure ARGS...: the overall exposure level systemd-analyze security rates.
+exposure() { systemd-analyze security "$@" 2>&1 | grep -o 'exposure level for [^:]*: [0-9.]*' | grep -o '[0-9.]*$'; }
+online=$(exposure timed.service)
+offline=$(exposure --offline=true /usr/lib/systemd/system/timed.service)
+wait_offline=$(exposure --offline=true /usr/lib/systemd/system/timed-wait.service)
+figure security-exposure "timed.service ${online:-none} running, ${offline:-none} offline; timed-wait.service ${wait_offline:-none} offline"
+# The README states the offline figures; the running unit must rate no worse.
+if [ "$offline" = "$EXPOSURE" ] && [ "$wait_offline" = "$EXPOSURE_WAIT" ] && [ -n "$online" ] &&
+	[ "$(echo "$online $offline" | awk '{print ($1 <= $2)}')" = 1 ]; then
+	pass security "timed.service $online running, $offline offline; timed-wait.service $wait_offline offline: as the README states"
 else
-	fail security "exposure ${exposure:-not found}, the README states $EXPOSURE"
+	fail security "timed.service ${online:-?} running, ${offline:-?} offline (README: $EXPOSURE); timed-wait.service ${wait_offline:-?} offline (README: $EXPOSURE_WAIT)"
 fi
 
-# --- synchronisation: the host starts its master when it reads this line.
-say wait-master
+# --- synchronisation, from the moment the host's master starts.
+ask start-master || fail master "the host did not start its master"
 t0=$(mono)
 if within "$SYNC_BOUND" synced_timedc; then
 	t1=$(mono)
 	pass timedc-synchronised "$(timedc status | head -n1)"
-	figure synchronised-timedc "$(ms "$t0" "$t1") ms after wait-master"
+	figure synchronised-timedc "$(ms "$t0" "$t1") ms after the master started"
 else
 	fail timedc-synchronised "not within ${SYNC_BOUND}s: $(timedc status 2>&1 | head -n 3)"
 fi
 if within "$KERNEL_BOUND" synced_kernel; then
 	t1=$(mono)
 	pass ntp-synchronized "NTPSynchronized=yes"
-	figure ntp-synchronized "$(ms "$t0" "$t1") ms after wait-master"
+	figure ntp-synchronized "$(ms "$t0" "$t1") ms after the master started"
 else
 	fail ntp-synchronized "NTPSynchronized=$(timedatectl show -p NTPSynchronized --value 2>&1) ${KERNEL_BOUND}s after timedc's synchronised; $(timedatectl show 2>&1)"
 fi
@@ -149,8 +163,9 @@ else
 	fail timedatectl-ntp-service "NTP=$ntp CanNTP=$can, '${service:-no NTP service line}'"
 fi
 
-# --- set-ntp false stops timed, true starts it; timed-wait then returns
-# once the restarted daemon is synchronised again.
+# --- set-ntp false stops timed, true starts it. timed-wait then waits: the
+# host's master is stopped while timed restarts, so that the restarted
+# daemon cannot synchronise until the master is back.
 systemctl stop timed-wait.service 2>/dev/null
 out=$(timeout 60 timedatectl set-ntp false 2>&1)
 rc=$?
@@ -160,6 +175,7 @@ else
 	fail set-ntp-false "rc=$rc $out; is-active $(systemctl is-active timed)"
 	systemctl stop timed
 fi
+ask stop-master || fail master "the host did not stop its master"
 out=$(timeout 60 timedatectl set-ntp true 2>&1)
 rc=$?
 if [ $rc -eq 0 ] && within 60 active; then
@@ -168,17 +184,23 @@ else
 	fail set-ntp-true "rc=$rc $out; is-active $(systemctl is-active timed)"
 	systemctl start timed
 fi
-before=$(timedc status 2>&1 | head -n1 | cut -d: -f1)
+timeout 300 systemctl start timed-wait.service >/run/tvm-wait 2>&1 &
+waiter=$!
+# Waiting while there is no master: timed-wait is still starting.
+waiting() { [ "$(systemctl is-active timed-wait.service)" = activating ]; }
+within 30 waiting
+before="timed-wait $(systemctl is-active timed-wait.service), timedc $(timedc status 2>&1 | head -n1 | cut -d: -f1)"
+ask start-master || fail master "the host did not start its master again"
 t0=$(mono)
-out=$(timeout 300 systemctl start timed-wait.service 2>&1)
+wait $waiter
 rc=$?
 t1=$(mono)
 after=$(timedc status 2>&1 | head -n1)
-if [ $rc -eq 0 ] && [ "${after%%:*}" = synchronised ]; then
-	pass timed-wait "returned after $(ms "$t0" "$t1") ms; timedc status before: $before, after: $after"
-	figure timed-wait "$(ms "$t0" "$t1") ms (timed restarted, status before: $before)"
+if [ "$before" = "timed-wait activating, timedc unsynchronised" ] && [ $rc -eq 0 ] && [ "${after%%:*}" = synchronised ]; then
+	pass timed-wait "waited while the master was away ($before); returned $(ms "$t0" "$t1") ms after it came back; timedc: $after"
+	figure timed-wait "$(ms "$t0" "$t1") ms after the master came back"
 else
-	fail timed-wait "rc=$rc $out; timedc status after: $after"
+	fail timed-wait "before the master came back: $before; systemctl start timed-wait rc=$rc $(cat /run/tvm-wait); timedc status after: $after"
 fi
 
 # --- the group: a member runs timedc status, anyone else is told to join.
