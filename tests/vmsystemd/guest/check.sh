@@ -166,24 +166,24 @@ fi
 # --- set-ntp false stops timed, true starts it. timed-wait then waits: the
 # host's master is stopped while timed restarts, so that the restarted
 # daemon cannot synchronise until the master is back.
+# set_ntp VALUE STATE ENABLED FALLBACK: timedatectl set-ntp VALUE must leave
+# timed STATE (the test active or inactive) and is-enabled ENABLED; where it
+# does not, systemctl FALLBACK timed, so that the checks after still run.
+set_ntp() {
+	local out rc
+	out=$(timeout 60 timedatectl set-ntp "$1" 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ] && within 60 "$2" && [ "$(systemctl is-enabled timed 2>&1)" = "$3" ]; then
+		pass "set-ntp-$1" "is-active $(systemctl is-active timed), is-enabled $3"
+	else
+		fail "set-ntp-$1" "rc=$rc $out; is-active $(systemctl is-active timed), is-enabled $(systemctl is-enabled timed 2>&1)"
+		systemctl "$4" timed
+	fi
+}
 systemctl stop timed-wait.service 2>/dev/null
-out=$(timeout 60 timedatectl set-ntp false 2>&1)
-rc=$?
-if [ $rc -eq 0 ] && within 30 inactive; then
-	pass set-ntp-false "is-active $(systemctl is-active timed), is-enabled $(systemctl is-enabled timed 2>&1)"
-else
-	fail set-ntp-false "rc=$rc $out; is-active $(systemctl is-active timed)"
-	systemctl stop timed
-fi
+set_ntp false inactive disabled stop
 ask stop-master || fail master "the host did not stop its master"
-out=$(timeout 60 timedatectl set-ntp true 2>&1)
-rc=$?
-if [ $rc -eq 0 ] && within 60 active; then
-	pass set-ntp-true "is-active $(systemctl is-active timed), is-enabled $(systemctl is-enabled timed 2>&1)"
-else
-	fail set-ntp-true "rc=$rc $out; is-active $(systemctl is-active timed)"
-	systemctl start timed
-fi
+set_ntp true active enabled start
 timeout 300 systemctl start timed-wait.service >/run/tvm-wait 2>&1 &
 waiter=$!
 # Waiting while there is no master: timed-wait is still starting.
