@@ -38,7 +38,7 @@ var checks = []string{
 	"timedc-synchronised", "ntp-synchronized", "timedatectl-ntp-service",
 	"set-ntp-false", "set-ntp-true", "timed-wait",
 	"group-member", "group-outsider", "reload", "stop",
-	"purge", "purge-keeps-user",
+	"purge", "purge-keeps-user", "install-starts", "purge-after-start",
 }
 
 const (

@@ -13,7 +13,7 @@
 #   TVM done failed=0|1
 #
 # Durations are taken on the guest's monotonic clock (/proc/timer_list's
-# "now at", read by bash builtins: no process start in the measurement),
+# "now at", read by bash builtins: a subshell's fork, no program started),
 # never on its realtime clock, which timed steps. /etc/timed-vmcheck.env
 # (written by the test) sets EXPOSURE and EXPOSURE_WAIT (the README's
 # systemd-analyze security figures) and the bounds.
@@ -54,8 +54,8 @@ ms() {
 }
 # usec_ms USEC: microseconds as milliseconds.
 usec_ms() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
-# within SECONDS CMD...: run CMD every 200 ms until it succeeds, at most
-# SECONDS; the status is CMD's last.
+# within SECONDS CMD...: run CMD every 200 ms until it succeeds; fails
+# when SECONDS have passed without.
 within() {
 	local end=$(($(mono) + $1 * 1000000000))
 	shift
@@ -248,36 +248,51 @@ else
 	fail stop "rc=$rc $out; Result=$result, main process code/status $code, deactivating $(usec_ms "$deactivating") ms, limit $(usec_ms "$limit") ms"
 fi
 
-# --- purge: nothing of the package stays; the timed user does (Debian
-# leaves system users: files it owns may remain elsewhere).
-t0=$(mono)
-out=$(DEBIAN_FRONTEND=noninteractive timeout 300 apt purge -y timed 2>&1)
-rc=$?
-t1=$(mono)
-figure apt-purge "$(ms "$t0" "$t1") ms"
-left=""
-while read -r f; do
-	[ -d "$f" ] && [ ! -L "$f" ] && continue # shared directories (/usr/share/man/man8, …)
-	if [ -e "$f" ] || [ -L "$f" ]; then left="$left $f"; fi
-done </run/tvm-files
-for d in /etc/timed /var/lib/timed /run/timed /usr/share/doc/timed; do
-	[ -e "$d" ] && left="$left $d"
-done
-t0=$(mono)
-new=$(timed_paths | comm -13 /run/tvm-before -)
-t1=$(mono)
-figure scan-for-leftovers "$(ms "$t0" "$t1") ms"
-known=$(dpkg-query -W timed 2>&1)
-if [ $rc -eq 0 ] && [ -z "$left" ] && [ -z "$new" ] && ! dpkg-query -W timed >/dev/null 2>&1 && ! pgrep -x timed >/dev/null; then
-	pass purge "nothing left; dpkg: $known"
-else
-	fail purge "rc=$rc; left:${left:- none}; new paths named *timed*: ${new:-none}; dpkg: $known; $(printf '%s' "$out" | tail -n 3)"
-fi
+# purge NAME: apt purge timed leaves nothing of the package: no file it
+# shipped, none of its directories, no new path named after it, no
+# process; the timed user stays (Debian leaves system users: files it owns
+# may remain elsewhere).
+purge() {
+	local out rc t0 t1 left="" new known f d
+	t0=$(mono)
+	out=$(DEBIAN_FRONTEND=noninteractive timeout 300 apt purge -y timed 2>&1)
+	rc=$?
+	t1=$(mono)
+	figure "$1" "$(ms "$t0" "$t1") ms (apt purge)"
+	while read -r f; do
+		[ -d "$f" ] && [ ! -L "$f" ] && continue # shared directories (/usr/share/man/man8, …)
+		if [ -e "$f" ] || [ -L "$f" ]; then left="$left $f"; fi
+	done </run/tvm-files
+	for d in /etc/timed /var/lib/timed /run/timed /usr/share/doc/timed; do
+		[ -e "$d" ] && left="$left $d"
+	done
+	new=$(timed_paths | comm -13 /run/tvm-before -)
+	known=$(dpkg-query -W timed 2>&1)
+	if [ $rc -eq 0 ] && [ -z "$left" ] && [ -z "$new" ] && ! dpkg-query -W timed >/dev/null 2>&1 && ! pgrep -x timed >/dev/null; then
+		pass "$1" "nothing left; dpkg: $known"
+	else
+		fail "$1" "rc=$rc; left:${left:- none}; new paths named *timed*: ${new:-none}; dpkg: $known; $(printf '%s' "$out" | tail -n 3)"
+	fi
+}
+purge purge
 if getent passwd timed >/dev/null; then
 	pass purge-keeps-user "user timed kept (Debian policy: system users stay)"
 else
 	fail purge-keeps-user "user timed removed, which the postrm says it keeps"
 fi
+
+# --- the default way: installed unmasked, the package enables and starts
+# timed itself (with its example configuration), and not timed-wait; a
+# purge after that leaves nothing either.
+out=$(cd /root && DEBIAN_FRONTEND=noninteractive timeout 300 apt install -y ./timed_*.deb 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && active && [ "$(systemctl is-enabled timed 2>&1)" = enabled ] &&
+	[ "$(systemctl is-enabled timed-wait 2>&1)" = disabled ]; then
+	pass install-starts "timed $(systemctl is-active timed), $(systemctl is-enabled timed); timed-wait $(systemctl is-enabled timed-wait)"
+else
+	fail install-starts "apt install rc=$rc; timed $(systemctl is-active timed), $(systemctl is-enabled timed 2>&1); timed-wait $(systemctl is-enabled timed-wait 2>&1); $(printf '%s' "$out" | tail -n 4)"
+fi
+purge purge-after-start
 
 if [ $failed -ne 0 ]; then
 	journalctl -b --no-pager -o short-monotonic 2>&1 | sed 's/^/TVM journal /' >&3
