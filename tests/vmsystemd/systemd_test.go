@@ -82,7 +82,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(tw, "TestSystemdBoot\t%s\t%s\n", f.name, f.value)
 		}
 		_ = tw.Flush()
-		if path := os.Getenv("TIMED_VMSYS_FIGURES"); path != "" {
+		if path := os.Getenv("TIMED_E2E_SYSTEMD_FIGURES"); path != "" {
 			_ = os.WriteFile(path, b.Bytes(), 0o644)
 		} else {
 			_, _ = os.Stdout.Write(b.Bytes())
@@ -101,7 +101,7 @@ func TestSystemdBoot(t *testing.T) {
 	if deb == "" {
 		t.Fatal("TIMED_DEB is not set: make e2e-systemd builds the package and sets it")
 	}
-	bin := envOr("TIMED_BIN", "../../bin")
+	bin := envOr("TIMED_E2E_SYSTEMD_BIN", "../../bin")
 	exposure, exposureWait, err := readmeExposure("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -218,13 +218,19 @@ loop:
 			}
 		}
 	}
-	// After its last line the guest powers off; QEMU then exits.
+	// After its last line the guest powers off and QEMU exits; a guest
+	// that did not get there is stopped now.
 	exited := make(chan error, 1)
 	go func() { exited <- qemu.Wait() }()
+	if !done {
+		_ = qemu.Process.Kill()
+	}
 	select {
 	case <-exited:
 	case <-time.After(time.Minute):
 		t.Errorf("QEMU still running a minute after the guest's last line")
+		_ = qemu.Process.Kill()
+		<-exited
 	}
 
 	for name, r := range results {
@@ -336,12 +342,12 @@ func script(t *testing.T, path string) map[string]string {
 }
 
 // netns makes the run's network namespace, named tvs and the run's id
-// (TIMED_VMSYS_RUN, which make's trap also removes, else random): a bridge
+// (TIMED_E2E_SYSTEMD_RUN, which make's trap also removes, else random): a bridge
 // with the master's address and the guest's tap on it. Cleanup deletes
 // it, and every link in it with it.
 func netns(t *testing.T) string {
 	t.Helper()
-	id := os.Getenv("TIMED_VMSYS_RUN")
+	id := os.Getenv("TIMED_E2E_SYSTEMD_RUN")
 	if id == "" {
 		b := make([]byte, 4)
 		_, _ = rand.Read(b)
