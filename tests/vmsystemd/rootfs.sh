@@ -53,6 +53,9 @@ if [ ! -e "$img" ]; then
 	rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*_Packages
 	mkfs.ext4 -q -L timed-root -d "$tmp/root" "$tmp/img" "$size" >/dev/null
 	mv "$tmp/img" "$img"
+	# Images of other inputs are stale: a cache does not grow by 250 MB
+	# with every change of this script.
+	find "$cache" -maxdepth 1 -name "rootfs-$suite-*.img" ! -name "${img##*/}" -delete
 	echo "rootfs: made in $(($(date +%s) - start)) s" >&2
 fi
 echo "rootfs=$img"
