@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build demo bench-ring bench-flood bench-net test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary e2e-systemd e2e-systemd-tools
+.PHONY: all build demo bench-ring bench-flood bench-net bench-defaults test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
 
 # Recipes run under bash with pipefail: test output goes through
 # testsummary, and a failing go test must fail the pipe.
@@ -134,6 +134,7 @@ e2e-if-docker:
 ## (tvs$(E2E_RUN)) where bin/timed --clock dry-run is the master; the
 ## figures as a table at the end. Needs root and /dev/net/tun; without
 ## them, or without qemu, the test skips and the summary says why.
+.PHONY: e2e-systemd e2e-systemd-tools
 VM_CACHE      ?= /var/cache/timed-vm
 VMSYS_FIGURES  = /tmp/timed-vmsys-$(E2E_RUN).figures
 e2e-systemd: build deb e2e-systemd-tools
@@ -190,6 +191,13 @@ BENCH_NET_ROUNDS ?= 12
 BENCH_NET_SEED   ?= 1
 bench-net: build
 	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED)
+
+## bench-defaults: issue 20's figures in virtual time (simsync's
+## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the
+## fast profile and BSD-equivalent settings, N = 5, 20, 50, 30 simulated
+## minutes of clocks wandering as typical crystals
+bench-defaults:
+	$(GO) test -run '^$$' -bench '^BenchmarkDefaults$$' -benchtime 1x ./clocksync/simsync | sed -n 's/^ *simsync_bench_test.go:[0-9]*: //p'
 
 ## bench-ring: ring-election messages, bits and time against each paper's
 ## bound for n = 2^3 … 2^16, and bench-ring.png (messages/(n log2 n) vs n)

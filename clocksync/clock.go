@@ -108,7 +108,7 @@ func checkFrequency(ppm float64) error {
 }
 
 // ClockChoices documents the accepted --clock values, for help texts.
-const ClockChoices = "system | dry-run | sim:offset=±DUR,drift=±Nppm"
+const ClockChoices = "system | dry-run | sim:offset=±DUR,drift=±Nppm[,wander=Nppm,temp=Nppm,period=DUR,seed=N]"
 
 // ParseClock builds the Clock a `--clock` value names:
 //

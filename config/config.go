@@ -111,6 +111,13 @@ type Sync struct {
 	// (never beyond max-step). Count 0: off, BSD's slewing.
 	MakeStepThreshold time.Duration
 	MakeStepCount     int
+	// IntervalFloor and IntervalTarget make a master's rounds adaptive
+	// (clocksync.IntervalController): from IntervalFloor up to the
+	// sync-interval, aiming to keep each clock within IntervalTarget
+	// between rounds. A floor equal to the sync-interval is BSD's fixed
+	// rounds (the fast profile's default).
+	IntervalFloor  time.Duration
+	IntervalTarget time.Duration
 	// KernelSyncStatus: with the system clock, the kernel is told whether
 	// the clock is synchronised (STA_UNSYNC, maxerror, esterror), as
 	// ntpd, systemd-timesyncd and chrony with rtcsync tell it.
@@ -156,7 +163,7 @@ type durationKey struct {
 }
 
 var durationKeys = []durationKey{
-	{"sync-interval", "master's sync round (BSD 240s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.SyncInterval }},
+	{"sync-interval", "master's sync round, the longest with adaptive rounds (BSD 240s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.SyncInterval }},
 	{"first-sync", "delay from becoming master to the first round (BSD 3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.FirstSync }},
 	{"election-timeout-min", "lower end of the slave's election timer (BSD 360s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMin }},
 	{"election-timeout-max", "upper end of the slave's election timer (BSD 900s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMax }},
@@ -172,6 +179,8 @@ var durationKeys = []durationKey{
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
 	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
 	{"makestep-threshold", "while not yet synchronised (the first makestep-count corrections after start or an alarm), corrections at or above are stepped, not slewed (1ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MakeStepThreshold }},
+	{"sync-interval-min", "shortest sync round: rounds adapt from it up to sync-interval, short while the slaves' frequencies are learnt or the corrections grow; equal to sync-interval: fixed rounds, as BSD (8s; fast profile: sync-interval)", time.Second, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.IntervalFloor }},
+	{"sync-target", "error adaptive rounds aim to keep each clock within between rounds (20µs)", clocksync.MinIntervalTarget, clocksync.MaxIntervalTarget, func(c *Config) *time.Duration { return &c.Sync.IntervalTarget }},
 	{"max-source-influence", "most one host can move the master's network time in a round; 0: no bound, as BSD (50ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxSourceInfluence }},
 }
 
@@ -197,7 +206,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("hostname", "", "name sent in packets (default: the system host name)")
 	fs.String("interfaces", "", "go-sockaddr template selecting the interfaces (default: up, broadcast, non-loopback IPv4)")
 	fs.StringSlice("peers", nil, "host:port list; broadcast becomes unicast to these peers")
-	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm")
+	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm[,wander=Nppm,temp=Nppm,period=D,seed=N] (a simulated clock; wander, temp: a crystal's frequency noise)")
 	fs.String("control-socket", DefaultControlSocket, "unix socket for timedc status")
 	fs.String("log-level", "info", "panic | fatal | error | warn | info | debug | trace")
 	fs.String("log-format", "text", "text | json")
@@ -362,7 +371,11 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Election = defaults("")
 	// MaxSourceInfluence: one host alone never makes the master step.
 	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: clocksync.DefaultMaxSourceInfluence,
-		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold}
+		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold,
+		IntervalFloor:     clocksync.DefaultIntervalFloor, IntervalTarget: clocksync.DefaultIntervalTarget}
+	if c.Profile == "fast" {
+		c.Sync.IntervalFloor = c.Election.SyncInterval // fixed 4 s rounds
+	}
 
 	c.MayBeMaster = r.boolean("master")
 	c.Trusted = r.list("trusted", "a list of host names or addresses")
@@ -438,6 +451,12 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 		t.set[k.key] = raw
 	}
 	r.errs = append(r.errs, t.derive()...)
+	r.errs = append(r.errs, t.floor(c.Profile)...)
+	if c.Sync.IntervalFloor < c.Election.SyncInterval {
+		// Adaptive rounds: a slave that joins is measured within the
+		// floor, not at the next round up to sync-interval away.
+		c.Election.JoinSync = c.Sync.IntervalFloor
+	}
 	for i := 1; i < len(c.Election.Retransmit); i++ {
 		c.Election.Retransmit[i] = 2 * c.Election.Retransmit[i-1]
 	}

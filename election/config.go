@@ -133,6 +133,13 @@ type Config struct {
 	// ResolveRounds bounds the RESOLVE rounds of a master in Conflict (3).
 	ResolveRounds int
 
+	// JoinSync, if positive, brings the master's next round forward to at
+	// most JoinSync after a slave joins (a SLAVEUP answered with SETTIME
+	// at once): adaptive rounds, whose controller then goes to its floor
+	// while the newcomer's frequency is learnt. 0: the newcomer waits for
+	// the next round, as in BSD. At most SyncInterval.
+	JoinSync time.Duration
+
 	// MaxSlaves bounds the master's slave table (BSD NHOSTS: 1013), so a
 	// flood of SLAVEUPs under forged names cannot grow it without end.
 	// Slaves beyond it are Refused.
@@ -266,6 +273,8 @@ func (c *Config) Validate() error {
 		return invalid("ResolveRounds", "is %d, must be ≥ 1", c.ResolveRounds)
 	case c.MaxSlaves < 1:
 		return invalid("MaxSlaves", "is %d, must be ≥ 1", c.MaxSlaves)
+	case c.JoinSync < 0 || c.JoinSync > c.SyncInterval:
+		return invalid("JoinSync", "is %v, must be in [0, SyncInterval=%v] (0: off)", c.JoinSync, c.SyncInterval)
 	}
 	for i, d := range c.Retransmit {
 		if d <= 0 {

@@ -37,6 +37,10 @@
 //     be measured and counts as a failed round. Every round must be
 //     answered (ZeroResult when there is no clock layer): the ADJTIMEs
 //     are what keep the slaves' election timers from running out.
+//     SyncResult.Next, when set, starts the next round that long after
+//     this one began (adaptive rounds; at most SyncInterval); a slave's
+//     correction of an earlier round still unanswered is then cancelled,
+//     lest a retransmission land after the newer one.
 //   - AdjustClock / SetClock: a slave's master sent ADJTIME / SETTIME (new
 //     sequence number): slew by Delta, or set to Time.
 //

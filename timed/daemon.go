@@ -151,9 +151,10 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		MakeStep: clocksync.MakeStep{Threshold: cfg.Sync.MakeStepThreshold, Count: cfg.Sync.MakeStepCount}}
 	d.ks = kernelSync{k: kernelSyncerOf(d.clock, cfg.Sync.KernelSyncStatus), dirty: true}
 	if cfg.Sync.FrequencyDiscipline {
-		// A baseline of most of a round: corrections closer together (a
-		// retransmitted ADJTIME, a forced round) say little about the rate.
-		dc := clocksync.DisciplineConfig{MinInterval: cfg.Election.SyncInterval * 3 / 4}
+		// A baseline of most of the shortest round: corrections closer
+		// together (a retransmitted ADJTIME, a forced round) say little
+		// about the rate.
+		dc := clocksync.DisciplineConfig{MinInterval: shortestRound(cfg) * 3 / 4}
 		d.driftPath, d.driftEvery = cfg.Sync.DriftFile, driftSaveEvery
 		dc.InitialPPM = d.initialFrequency() // the drift file's, or what the kernel has learnt
 		d.applier.Discipline = clocksync.NewDiscipline(dc)
@@ -248,12 +249,23 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 
 // localStepThreshold is where this host steps its clock instead of
 // slewing: at the configured step threshold (BSD 20 s), or sooner when a
-// slew at adjtime's 500 ppm could not finish before the next round: the
+// slew at adjtime's 500 ppm could not finish before the next round (the
+// shortest, with adaptive rounds: 4 ms in the default 8 s floor): the
 // next correction would replace it unfinished, round after round, and the
 // clock would never catch up (240 s rounds slew at most 120 ms).
 func localStepThreshold(cfg *config.Config) time.Duration {
-	slewable := time.Duration(float64(cfg.Election.SyncInterval) * clocksync.MaxSlewPPM / 1e6)
+	slewable := time.Duration(float64(shortestRound(cfg)) * clocksync.MaxSlewPPM / 1e6)
 	return max(min(cfg.Sync.StepThreshold, slewable), time.Microsecond)
+}
+
+// shortestRound is the shortest interval between two rounds: the floor
+// of adaptive rounds (sync-interval-min), the sync-interval otherwise.
+// A slave configured like its master expects corrections that often.
+func shortestRound(cfg *config.Config) time.Duration {
+	if f := cfg.Sync.IntervalFloor; f > 0 && f < cfg.Election.SyncInterval {
+		return f
+	}
+	return cfg.Election.SyncInterval
 }
 
 // resolvePeers turns host:port strings into addresses, once, at start-up.

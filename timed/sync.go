@@ -117,13 +117,15 @@ type heardMaster struct {
 
 // heard records a correction from master, offset being what it asked
 // for, at now; the reach register gets a 1 for this round and a 0 for
-// each round missed since the last one.
+// each round (of the sync interval) missed since the last one.
 func (h *heardMaster) heard(master string, now time.Time, offset, interval time.Duration) {
 	if h.name != master {
 		*h = heardMaster{name: master}
 	}
 	if !h.at.IsZero() {
-		h.reach <<= min(roundsIn(now.Sub(h.at), interval), 8)
+		// Every correction is a round of its own, even when adaptive
+		// rounds come closer together than the sync interval.
+		h.reach <<= max(min(roundsIn(now.Sub(h.at), interval), 8), 1)
 	}
 	h.reach |= 1
 	h.at, h.offset = now, offset

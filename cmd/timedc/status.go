@@ -246,6 +246,9 @@ func networkLine(n control.Network) string {
 	switch {
 	case n.State == "master":
 		r += fmt.Sprintf(" of %d slaves", len(n.Slaves))
+		if n.RoundIntervalSecs > 0 {
+			r += fmt.Sprintf(", a round every %v", time.Duration(n.RoundIntervalSecs*float64(time.Second)).Round(time.Millisecond))
+		}
 	case n.Master != nil:
 		r += fmt.Sprintf(", master %s (%s)", n.Master.Name, n.Master.Address)
 	}

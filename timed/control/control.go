@@ -141,6 +141,10 @@ type Network struct {
 	// Master is the master it follows here, or itself where it is master.
 	Master *Peer   `json:"master,omitempty"`
 	Slaves []Slave `json:"slaves,omitempty"` // where it is master
+	// RoundIntervalSecs, where it is master, is the interval its sync
+	// rounds run at now: adaptive rounds' (from sync-interval-min up to
+	// sync-interval), or the sync-interval when fixed.
+	RoundIntervalSecs float64 `json:"round_interval_seconds,omitempty"`
 	// Slavenet: the one network the daemon is a slave on, whose master's
 	// corrections its clock takes.
 	Slavenet bool `json:"slavenet,omitempty"`
