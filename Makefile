@@ -143,7 +143,7 @@ e2e-systemd: build deb e2e-systemd-tools
 	status=0; \
 	TIMED_DEB=$(abspath $(DEB)) TIMED_E2E_SYSTEMD_BIN=$(abspath $(BIN)) TIMED_VM_CACHE=$(VM_CACHE) \
 	TIMED_E2E_SYSTEMD_RUN=$(E2E_RUN) TIMED_E2E_SYSTEMD_FIGURES=$(VMSYS_FIGURES) \
-		$(GO) test -tags vm -count=1 -json -timeout 20m ./tests/vmsystemd 2>&1 | $(TESTSUM) -label "systemd VM suite" || status=$$?; \
+		$(GO) test -tags vm -count=1 -json -timeout 25m ./tests/vmsystemd 2>&1 | $(TESTSUM) -label "systemd VM suite" || status=$$?; \
 	echo; echo "== systemd VM figures (run $(E2E_RUN)) =="; cat $(VMSYS_FIGURES) 2>/dev/null || echo "(none recorded)"; \
 	rm -f $(VMSYS_FIGURES); exit $$status
 
