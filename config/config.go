@@ -438,6 +438,10 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	if c.Clock != "system" && c.Clock != "dry-run" && !strings.HasPrefix(c.Clock, "sim:") && c.Clock != "sim" {
 		bad("clock", c.Clock, clocks, nil)
 	}
+	if c.Sync.Reference && c.Clock != "system" {
+		// Only the system clock has a kernel state to judge the claim by.
+		bad("reference", "kernel", "off unless clock is system (a reference reads the kernel's sync state)", nil)
+	}
 	c.ControlSocket = r.scalar("control-socket", "a path")
 	const levels = "panic, fatal, error, warn, info, debug or trace"
 	rawLevel := r.scalar("log-level", levels)

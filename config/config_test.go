@@ -192,6 +192,7 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 		{nil, "frequency-discipline: maybe\n", `invalid frequency-discipline "maybe": accepted: true or false`},
 		{[]string{"--max-source-influence", "-1ms"}, "", `invalid max-source-influence "-1ms": accepted: a Go duration from 0s to 24h0m0s`},
 		{[]string{"--reference", "chrony"}, "", `invalid reference "chrony": accepted: kernel or off`},
+		{[]string{"--reference", "kernel", "--clock", "dry-run"}, "", `invalid reference "kernel": accepted: off unless clock is system`},
 		{nil, "reference: gps\n", `invalid reference "gps": accepted: kernel or off`},
 		{[]string{"--reference-max-error", "20s"}, "", `invalid reference-max-error "20s": accepted: a Go duration from 1ms to 16s`},
 		{[]string{"--reference-hold", "-1s"}, "", `invalid reference-hold "-1s": accepted: a Go duration from 0s to 24h0m0s`},

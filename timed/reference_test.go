@@ -144,6 +144,9 @@ func udpPorts(t *testing.T, n int) []int {
 // at peerPort.
 func pairDaemon(t *testing.T, name string, port, peerPort int, clock clocksync.Clock, args ...string) *Daemon {
 	t.Helper()
+	if clock != nil {
+		args = append(args, "--clock", "system") // the test's clock stands for it: nothing reaches the host's
+	}
 	cfg := testConfig(t, append([]string{"--hostname", name, "--peers", fmt.Sprintf("127.0.0.1:%d", peerPort)}, args...)...)
 	cfg.Port = port
 	log, _ := test.NewNullLogger()
