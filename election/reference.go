@@ -104,17 +104,25 @@ func refBucket(d time.Duration) int { return bits.Len64(uint64(max(d, 0) / time.
 // Claim is this host's claim to be a reference, as the Host holds it.
 func (h *Host) Claim() (claiming bool, maxError time.Duration) { return h.claim, h.claimErr }
 
-// ReferenceOf is the claim heard from the host at from on network i
-// (name, maxerror), if one stands.
-func (h *Host) ReferenceOf(i int, from netip.AddrPort) (name string, maxError time.Duration, ok bool) {
+// HeardReference is a claim heard: who claims, the maxerror it
+// announced, and when it was heard (the time of the Host's step).
+type HeardReference struct {
+	Name     string
+	MaxError time.Duration
+	At       time.Time
+}
+
+// ReferenceOf is the claim heard from the host at from on network i, if
+// one stands.
+func (h *Host) ReferenceOf(i int, from netip.AddrPort) (HeardReference, bool) {
 	if i < 0 || i >= len(h.nets) {
-		return "", 0, false
+		return HeardReference{}, false
 	}
 	r, ok := h.nets[i].refs[from]
 	if !ok || h.now.Sub(r.at) > h.nets[i].cfg.rootWindow() {
-		return "", 0, false
+		return HeardReference{}, false
 	}
-	return r.name, r.maxErr, true
+	return HeardReference{Name: r.name, MaxError: r.maxErr, At: r.at}, true
 }
 
 // SetReference tells the Host whether this host claims to be a reference
@@ -166,8 +174,9 @@ func (h *Host) referenceHeard(i int, e ReferenceHeard) {
 // their claims: −1 when ours outranks theirs, +1 when theirs outranks
 // ours, 0 when neither claims (the time sources and names decide).
 func (h *Host) refRank(i int, from netip.AddrPort, name string) int {
-	theirName, theirErr, theirs := h.ReferenceOf(i, from)
-	theirs = theirs && theirName == name
+	r, theirs := h.ReferenceOf(i, from)
+	theirs = theirs && r.Name == name
+	theirErr := r.MaxError
 	switch {
 	case !h.claim && !theirs:
 		return 0

@@ -161,8 +161,8 @@ func (r *reference) view() *control.Reference {
 
 // utcVia is the reference this host's time comes from and its maxerror:
 // itself while it claims, else the master it follows on its slavenet
-// while that master's claim stands (the Host keeps the claims heard);
-// "" for none.
+// while that master's claim stands (the Host keeps the claims heard),
+// its maxerror grown since it was heard; "" for none.
 func (d *Daemon) utcVia() (string, time.Duration) {
 	if claiming, maxErr := d.host.Claim(); claiming {
 		return d.hostname, maxErr
@@ -175,8 +175,16 @@ func (d *Daemon) utcVia() (string, time.Duration) {
 	if !ok {
 		return "", 0
 	}
-	if name, maxErr, ok := d.host.ReferenceOf(i, m.Addr); ok && name == m.Name {
-		return m.Name, maxErr
+	if r, ok := d.host.ReferenceOf(i, m.Addr); ok && r.Name == m.Name {
+		return m.Name, grownMaxError(r, time.Now())
 	}
 	return "", 0
+}
+
+// grownMaxError is a claim's maxerror at now: as announced, grown as the
+// reference's kernel grows it since (at most until the program keeping
+// its clock updates it, which the next announcement tells).
+func grownMaxError(r election.HeardReference, now time.Time) time.Duration {
+	age := max(now.Sub(r.At), 0)
+	return r.MaxError + time.Duration(float64(age)*clocksync.KernelMaxErrorGrowthPPM*1e-6)
 }

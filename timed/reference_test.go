@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/timed/control"
 )
 
@@ -232,7 +233,10 @@ func TestReferenceNeverAdjusts(t *testing.T) {
 				fmt.Sprintf("%+v", y)
 		})
 		srcs := p.handleControl(context.Background(), control.Request{Cmd: control.CmdSources}).Sources
-		if srcs == nil || len(srcs.Sources) != 1 || srcs.Sources[0].ReferenceMaxErrorSecs == nil || *srcs.Sources[0].ReferenceMaxErrorSecs != 0.005 {
+		// The maxerror announced, grown at the kernel's 500 µs/s since it
+		// was heard (at most a round and a half: 6 s here, 3 ms).
+		if srcs == nil || len(srcs.Sources) != 1 || srcs.Sources[0].ReferenceMaxErrorSecs == nil ||
+			*srcs.Sources[0].ReferenceMaxErrorSecs < 0.005 || *srcs.Sources[0].ReferenceMaxErrorSecs > 0.0085 {
 			t.Errorf("the slave's sources: %+v", srcs)
 		}
 		ref.unchanged(t)
@@ -277,4 +281,17 @@ func TestReferenceNeverAdjusts(t *testing.T) {
 		await(t, "the reference master again", 60*time.Second, roles("master/slave"))
 		ref.unchanged(t)
 	})
+}
+
+// TestGrownMaxError: a claim heard 10 s ago with maxerror 1 ms stands
+// for 6 ms now (the kernel's 500 µs a second); one from the future
+// (clock skew between steps) is not shrunk.
+func TestGrownMaxError(t *testing.T) {
+	r := election.HeardReference{Name: "ref", MaxError: time.Millisecond, At: t0}
+	if got := grownMaxError(r, t0.Add(10*time.Second)); got != 6*time.Millisecond {
+		t.Errorf("10 s later: %v, want 6ms", got)
+	}
+	if got := grownMaxError(r, t0.Add(-time.Second)); got != time.Millisecond {
+		t.Errorf("before it was heard: %v, want 1ms", got)
+	}
 }

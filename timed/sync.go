@@ -401,8 +401,8 @@ func (d *Daemon) sources(now time.Time) *control.Sources {
 		}
 		if m, ok := d.host.Master(rt.i); ok && m.Name != d.hostname {
 			src := d.masterSource(m, &rt.st.heard, net, now, interval)
-			if name, maxErr, ok := d.host.ReferenceOf(rt.i, m.Addr); ok && name == m.Name {
-				src.ReferenceMaxErrorSecs = secsPtr(maxErr)
+			if r, ok := d.host.ReferenceOf(rt.i, m.Addr); ok && r.Name == m.Name {
+				src.ReferenceMaxErrorSecs = secsPtr(grownMaxError(r, now))
 			}
 			out.Sources = append(out.Sources, src)
 		}
