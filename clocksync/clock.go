@@ -64,6 +64,11 @@ type KernelSync struct {
 	MaxError, EstError time.Duration
 }
 
+// KernelMaxErrorGrowthPPM is how fast the kernel grows maxerror between
+// the updates of the program that keeps the clock (MAXFREQ: 500 µs a
+// second, second_overflow in kernel/time/ntp.c).
+const KernelMaxErrorGrowthPPM = 500
+
 // MaxKernelError is the kernel's NTP_PHASE_LIMIT (16 s): a maxerror at or
 // beyond it means unsynchronised, as chrony's MAX_SYNC_ERROR.
 const MaxKernelError = 16 * time.Second

@@ -122,7 +122,24 @@ type Sync struct {
 	// the clock is synchronised (STA_UNSYNC, maxerror, esterror), as
 	// ntpd, systemd-timesyncd and chrony with rtcsync tell it.
 	KernelSyncStatus bool
+	// Reference (--reference kernel): this host's clock is kept by
+	// another program (chrony, ntpd, a PTP or GPS stack). timed never
+	// changes it, may be master, and as master serves its own clock as
+	// the network time while the kernel says it is synchronised
+	// (STA_UNSYNC clear, maxerror at most ReferenceMaxError); it stops
+	// claiming (and claims again) only once that has held for
+	// ReferenceHold (timed/reference.go).
+	Reference         bool
+	ReferenceMaxError time.Duration
+	ReferenceHold     time.Duration
 }
+
+// Reference defaults: a maxerror bound a chrony or ntpd following a
+// LAN or Internet server keeps well within, and a hold of a few checks.
+const (
+	DefaultReferenceMaxError = 100 * time.Millisecond
+	DefaultReferenceHold     = time.Minute
+)
 
 // MaxMakeStepCount bounds makestep-count: past a few rounds the clock is
 // synchronised, and steps would only hide a fault.
@@ -179,6 +196,8 @@ var durationKeys = []durationKey{
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
 	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
 	{"makestep-threshold", "while not yet synchronised (the first makestep-count corrections after start or an alarm), corrections at or above are stepped, not slewed (1ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MakeStepThreshold }},
+	{"reference-max-error", "with --reference kernel: the kernel's maxerror at or below which this host claims to be a reference (100ms)", time.Millisecond, clocksync.MaxKernelError, func(c *Config) *time.Duration { return &c.Sync.ReferenceMaxError }},
+	{"reference-hold", "with --reference kernel: how long the kernel's state must stay bad before the host stops claiming reference, and good before it claims again (1m)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.ReferenceHold }},
 	{"sync-interval-min", "shortest sync round: rounds adapt from it up to sync-interval, short while the slaves' frequencies are learnt or the corrections grow; equal to sync-interval: fixed rounds, as BSD (8s; fast profile: sync-interval)", time.Second, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.IntervalFloor }},
 	{"sync-target", "error adaptive rounds aim to keep each clock within between rounds (20µs)", clocksync.MinIntervalTarget, clocksync.MaxIntervalTarget, func(c *Config) *time.Duration { return &c.Sync.IntervalTarget }},
 	{"max-source-influence", "most one host can move the master's network time in a round; 0: no bound, as BSD (50ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxSourceInfluence }},
@@ -218,6 +237,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int("makestep-count", clocksync.DefaultMakeStep.Count, fmt.Sprintf("how many corrections after start or an alarm may be stepped (makestep-threshold); 0: none, slew as BSD (at most %d)", MaxMakeStepCount))
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
 	fs.Bool("kernel-sync-status", true, "with --clock system, tell the kernel whether the clock is synchronised (STA_UNSYNC, maxerror, esterror): what timedatectl and time-sync.target read, and what turns on the kernel's 11-minute RTC updates; false leaves the kernel's state alone")
+	fs.String("reference", "off", "kernel: another program (chrony, ntpd) keeps this host's clock; timed never changes it, may be master, and serves it as the network time while the kernel says it is synchronised | off")
 	fs.String("drift-file", "", "file keeping the frequency estimate (ppm) across restarts: read at start, written hourly and at stop (default: none; the unit sets /var/lib/timed/drift)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
 	fs.String("auth-keys", "", "key file, chrony's format (ID TYPE KEY), readable by its owner only")
@@ -372,7 +392,8 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	// MaxSourceInfluence: one host alone never makes the master step.
 	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: clocksync.DefaultMaxSourceInfluence,
 		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold,
-		IntervalFloor:     clocksync.DefaultIntervalFloor, IntervalTarget: clocksync.DefaultIntervalTarget}
+		ReferenceMaxError: DefaultReferenceMaxError, ReferenceHold: DefaultReferenceHold,
+		IntervalFloor: clocksync.DefaultIntervalFloor, IntervalTarget: clocksync.DefaultIntervalTarget}
 	if c.Profile == "fast" {
 		c.Sync.IntervalFloor = c.Election.SyncInterval // fixed 4 s rounds
 	}
@@ -382,6 +403,15 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	if len(c.Trusted) > 0 {
 		c.MayBeMaster = true // BSD: -F implies -M
 	}
+	switch ref := r.scalar("reference", "kernel or off"); ref {
+	case "kernel":
+		c.Sync.Reference = true
+		c.MayBeMaster = true // a reference is master-capable
+	case "off":
+	default:
+		bad("reference", ref, "kernel or off", nil)
+	}
+	c.Election.Reference = c.Sync.Reference
 	c.Election.MayBeMaster = c.MayBeMaster // the daemon resolves Trusted to addresses
 	c.Networks = prefixes(r, "networks")
 	c.IgnoreNetworks = prefixes(r, "ignore-networks")
@@ -407,6 +437,10 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Clock = r.scalar("clock", clocks)
 	if c.Clock != "system" && c.Clock != "dry-run" && !strings.HasPrefix(c.Clock, "sim:") && c.Clock != "sim" {
 		bad("clock", c.Clock, clocks, nil)
+	}
+	if c.Sync.Reference && c.Clock != "system" {
+		// Only the system clock has a kernel state to judge the claim by.
+		bad("reference", "kernel", "off unless clock is system (a reference reads the kernel's sync state)", nil)
 	}
 	c.ControlSocket = r.scalar("control-socket", "a path")
 	const levels = "panic, fatal, error, warn, info, debug or trace"
@@ -542,7 +576,8 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
 		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline), "drift-file": c.Sync.DriftFile,
 		"makestep-count": strconv.Itoa(c.Sync.MakeStepCount), "kernel-sync-status": strconv.FormatBool(c.Sync.KernelSyncStatus),
-		"auth": c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
+		"reference": referenceValue(c.Sync.Reference),
+		"auth":      c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
 		"unsigned-peers": joinPrefixes(c.Auth.UnsignedPeers), "auth-window": c.Auth.Window.String(), "state-dir": c.Auth.StateDir,
 	}
 	for _, k := range durationKeys {
@@ -624,4 +659,12 @@ func authSettings(r *reader) Auth {
 	}
 	a.StateDir = r.scalar("state-dir", "a path")
 	return a
+}
+
+// referenceValue is the reference key's value as written.
+func referenceValue(on bool) string {
+	if on {
+		return "kernel"
+	}
+	return "off"
 }

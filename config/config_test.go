@@ -191,6 +191,11 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 		{nil, "port: many\n", `invalid port "many"`},
 		{nil, "frequency-discipline: maybe\n", `invalid frequency-discipline "maybe": accepted: true or false`},
 		{[]string{"--max-source-influence", "-1ms"}, "", `invalid max-source-influence "-1ms": accepted: a Go duration from 0s to 24h0m0s`},
+		{[]string{"--reference", "chrony"}, "", `invalid reference "chrony": accepted: kernel or off`},
+		{[]string{"--reference", "kernel", "--clock", "dry-run"}, "", `invalid reference "kernel": accepted: off unless clock is system`},
+		{nil, "reference: gps\n", `invalid reference "gps": accepted: kernel or off`},
+		{[]string{"--reference-max-error", "20s"}, "", `invalid reference-max-error "20s": accepted: a Go duration from 1ms to 16s`},
+		{[]string{"--reference-hold", "-1s"}, "", `invalid reference-hold "-1s": accepted: a Go duration from 0s to 24h0m0s`},
 		{[]string{"--sync-interval-min", "500ms"}, "", `invalid sync-interval-min "500ms": accepted: a Go duration from 1s to 24h0m0s`},
 		{[]string{"--sync-interval-min", "often"}, "", `invalid sync-interval-min "often": accepted: a Go duration from 1s to 24h0m0s`},
 		{[]string{"--sync-interval-min", "300s"}, "", `invalid sync-interval-min "300s": accepted: at most sync-interval (4m0s)`},
@@ -272,6 +277,28 @@ func TestMaxSourceInfluence(t *testing.T) {
 		if cfg.Sync.MaxSourceInfluence != c.want {
 			t.Errorf("%v: max-source-influence %v, want %v", c.args, cfg.Sync.MaxSourceInfluence, c.want)
 		}
+	}
+}
+
+// TestReference: off unless set; kernel makes the host master-capable
+// and keeps the health bounds' defaults unless they are set.
+func TestReference(t *testing.T) {
+	cfg, _, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sync.Reference || cfg.MayBeMaster {
+		t.Errorf("default: reference %v, master %v; want both off", cfg.Sync.Reference, cfg.MayBeMaster)
+	}
+	cfg, _, err = load(t, "reference: kernel\nreference-max-error: 20ms\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Sync.Reference || !cfg.MayBeMaster || !cfg.Election.MayBeMaster {
+		t.Errorf("reference kernel: reference %v, master %v/%v; want all on", cfg.Sync.Reference, cfg.MayBeMaster, cfg.Election.MayBeMaster)
+	}
+	if cfg.Sync.ReferenceMaxError != 20*time.Millisecond || cfg.Sync.ReferenceHold != DefaultReferenceHold {
+		t.Errorf("reference bounds %v, hold %v; want 20ms and %v", cfg.Sync.ReferenceMaxError, cfg.Sync.ReferenceHold, DefaultReferenceHold)
 	}
 }
 

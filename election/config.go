@@ -41,6 +41,12 @@ type Config struct {
 	// it keeps polling with MASTERREQ.
 	MayBeMaster bool
 
+	// Reference: a reference host (package documentation, References):
+	// it may be master only while the runtime says it claims to be one
+	// (Host.SetReference), whatever MayBeMaster says, and its claim
+	// orders it before hosts that do not claim. A Host's alone.
+	Reference bool
+
 	// Trusted is BSD's -F list resolved to addresses (the runtime resolves
 	// the host names): the sources that may be master. Port 0 matches any
 	// port. It is matched against the packet's source address, never its

@@ -510,6 +510,17 @@ func (m *Machine) forceElection() {
 	}
 }
 
+// resign gives up being master or candidate (a reference that no longer
+// claims, reference.go): the machine becomes a slave with no master, its
+// slaves dropped, its election timer armed (not eligible, it then polls).
+func (m *Machine) resign(reason string) {
+	if m.state.IsMaster() || m.state == Candidate {
+		m.become(Slave, reason)
+		m.haveMaster = false
+		m.armElection()
+	}
+}
+
 // ---- small senders -------------------------------------------------------
 
 // reply answers p with type t, echoing its seq (BSD's automatic ACKs).

@@ -90,6 +90,8 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.cycleDetected(a)
 	case election.AskSource:
 		rt.askSource(a)
+	case election.TellReference:
+		rt.tellReference(a)
 	case election.TellSource:
 		rt.tellSource(a)
 	default:

@@ -215,6 +215,7 @@ func (d *Daemon) snapshot() *control.Status {
 	}
 	st.Sync = d.syncFacts().view(time.Now(), d.applier.Alarm())
 	st.KernelSync = d.ks.view(time.Now())
+	st.Reference = d.ref.view()
 	for _, rt := range d.runtimes {
 		st.Networks = append(st.Networks, rt.networkStatus())
 	}

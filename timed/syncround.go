@@ -43,7 +43,8 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	// The master's clock is the truth of the round (BSD dictate) when the
 	// Host says so (a submaster, or a network other than the one whose
 	// rounds vote) and for a few rounds after a date change.
-	dictate := r.Dictate || rt.date.dictate > 0
+	// A reference's clock is the truth while it claims to be one.
+	dictate := r.Dictate || rt.date.dictate > 0 || d.refClaiming()
 	if rt.date.dictate > 0 {
 		rt.date.dictate--
 	}
@@ -141,7 +142,7 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 	rt.step(s.result, time.Time{})
 	var own clocksync.Applied
 	var err error
-	if s.result.Own != 0 && votes {
+	if s.result.Own != 0 && votes && d.ref == nil {
 		own, err = d.applyAdjust(s.result.Own, d.hostname)
 	}
 	d.st.basis = d.roundBasis(rt.st.round, own, err == nil && own.Action != clocksync.Refused)
