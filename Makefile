@@ -265,7 +265,7 @@ install: build man
 	@echo "  \$${EDITOR:-vi} /etc/timed/timed.yaml       # master, trusted hosts, auth: see timed.yaml(5)"
 	@echo "  systemctl enable --now timed"
 	@echo "  systemctl enable timed-wait            # optional: hold time-sync.target until synchronised (3 min at most)"
-	@echo "  (a reference host beside chrony or ntpd: systemctl enable --now timed-reference instead of timed; README, \"UTC on the LAN\")"
+	@echo "  (a reference host beside chrony or ntpd: systemctl enable --now timed-reference instead of timed; docs/operating.md, \"UTC on the LAN\")"
 	@echo "  usermod -aG timed ADMIN                # who may run timedc status and step (socket mode 0660)"
 
 ## deb: build/timed_VERSION_ARCH.deb (VERSION from git describe,

@@ -420,7 +420,7 @@ func TestInstall(t *testing.T) {
 		t.Error("make install: timed-wait.service does not start /usr/local/bin/timedc waitsync")
 	}
 	// Not in the package: Debian's chrony conflicts with every
-	// time-daemon, which the package provides (README, "UTC on the LAN").
+	// time-daemon, which the package provides (docs/operating.md, "UTC on the LAN").
 	if ref := read(t, filepath.Join(dest, "usr/lib/systemd/system/timed-reference.service")); !strings.Contains(ref, "\nExecStart=/usr/local/sbin/timed --config /etc/timed/timed.yaml --reference kernel\n") {
 		t.Error("make install: timed-reference.service does not start /usr/local/sbin/timed --reference kernel")
 	}

@@ -92,7 +92,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		}
 	}
 	// The sandboxes, as systemd rates them (offline: no running systemd
-	// needed; README, "Installing").
+	// needed; docs/operating.md, "Installing in detail").
 	for _, u := range []struct {
 		path string
 		most float64

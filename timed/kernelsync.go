@@ -9,7 +9,7 @@ import (
 	"github.com/timed-project/timed/timed/control"
 )
 
-// The kernel's sync state, as ntpd and chrony keep it (README, "The
+// The kernel's sync state, as ntpd and chrony keep it (docs/operating.md, "The
 // kernel's sync state"): while the status says synchronised (sync.go's
 // judge), STA_UNSYNC is clear and maxerror/esterror carry the estimate's
 // error; when it says anything else (unsynchronised, alarm), and when the

@@ -185,7 +185,7 @@ var (
 		"1 while the kernel was last told the clock is synchronised (STA_UNSYNC cleared), 0 when told it is not; "+
 			"absent where the daemon leaves the kernel's state alone (not --clock system, or kernel-sync-status false).", nil, nil)
 	utcDesc = prometheus.NewDesc("timed_utc_bound_seconds",
-		"While synchronised to a reference (README, \"UTC on the LAN\"): this host's bound on its distance from UTC, the reference's kernel maxerror plus this host's "+
+		"While synchronised to a reference (docs/operating.md, \"UTC on the LAN\"): this host's bound on its distance from UTC, the reference's kernel maxerror plus this host's "+
 			"estimated offset from the reference and its error bound; the label names the reference. Absent elsewhere.", []string{"reference"}, nil)
 	refErrDesc = prometheus.NewDesc("timed_reference_maxerror_seconds",
 		"While synchronised to a reference: the reference's kernel maxerror, its bound on its distance from UTC, as it last announced it; the label names it.", []string{"reference"}, nil)

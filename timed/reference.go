@@ -11,7 +11,7 @@ import (
 	"github.com/timed-project/timed/timed/control"
 )
 
-// A reference host (--reference kernel, README "UTC on the LAN"): another
+// A reference host (--reference kernel, docs/operating.md "UTC on the LAN"): another
 // program (chrony, ntpd, a PTP or GPS stack) keeps this host's clock, and
 // timed never changes it: no slew, step or frequency call, no date
 // change, no operator's step, no drift file, and the kernel's sync state

@@ -15,7 +15,7 @@ import (
 
 // Exit codes of timedc. Every failure exits 1, but for waitsync's two
 // ways of not getting what it waited for, which a unit or a script may
-// want to tell apart (README, "Waiting for synchronisation").
+// want to tell apart (docs/operating.md, "Waiting for it").
 const (
 	exitFailed = 1
 	// exitNotSynced: the daemon answered, but was not synchronised

@@ -102,7 +102,7 @@ func TestSystemdBoot(t *testing.T) {
 		t.Fatal("TIMED_DEB is not set: make e2e-systemd builds the package and sets it")
 	}
 	bin := envOr("TIMED_E2E_SYSTEMD_BIN", "../../bin")
-	exposure, exposureWait, err := readmeExposure("../../README.md")
+	exposure, exposureWait, err := statedExposure("../../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,10 +301,10 @@ func envOr(k, def string) string {
 	return def
 }
 
-// readmeExposure is the exposure levels the README states for
+// statedExposure is the exposure levels the operating manual states for
 // `systemd-analyze security --offline=true` of timed.service and
-// timed-wait.service ("Installing").
-func readmeExposure(path string) (timed, wait string, err error) {
+// timed-wait.service ("Installing in detail").
+func statedExposure(path string) (timed, wait string, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", "", err

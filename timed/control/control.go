@@ -222,7 +222,7 @@ type Sync struct {
 	// PendingSlewSecs is what is still to be slewed of that correction
 	// (at adjtime's 500 ppm): the estimate counts it as not yet done.
 	PendingSlewSecs float64 `json:"pending_slew_seconds"`
-	// UTCVia is the reference host this host's time comes from (README,
+	// UTCVia is the reference host this host's time comes from (docs/operating.md,
 	// "UTC on the LAN"): the master it follows, which claims to be a
 	// reference, or itself; omitted elsewhere. ReferenceMaxErrorSecs is
 	// that host's kernel maxerror (its bound on its distance from UTC)
@@ -281,7 +281,7 @@ type Source struct {
 	ErrorBoundSecs *float64 `json:"error_bound_seconds,omitempty"`
 	RTTSecs        *float64 `json:"rtt_seconds,omitempty"`
 	// ReferenceMaxErrorSecs: a master that claims to be a reference
-	// (README, "UTC on the LAN"), with the kernel maxerror it announced.
+	// (docs/operating.md, "UTC on the LAN"), with the kernel maxerror it announced.
 	ReferenceMaxErrorSecs *float64 `json:"reference_maxerror_seconds,omitempty"`
 	AgeSecs               *float64 `json:"age_seconds,omitempty"`
 	// Method is how the offset was measured: "probe" (ours) or "icmp"

@@ -15,7 +15,7 @@
 # Durations are taken on the guest's monotonic clock (/proc/timer_list's
 # "now at", read by bash builtins: a subshell's fork, no program started),
 # never on its realtime clock, which timed steps. /etc/timed-vmcheck.env
-# (written by the test) sets EXPOSURE and EXPOSURE_WAIT (the README's
+# (written by the test) sets EXPOSURE and EXPOSURE_WAIT (the operating manual's
 # systemd-analyze security figures) and the bounds.
 set -u
 . /etc/timed-vmcheck.env
@@ -84,7 +84,7 @@ figure boot-to-multi-user "$(usec_ms "$(systemctl show -P ActiveEnterTimestampMo
 timed_paths() { find / /run -xdev -name '*timed*' -not -name '*timedate*' 2>/dev/null | sort -u; }
 timed_paths >/run/tvm-before
 
-# --- install, as the README says to when configuring first: mask, install,
+# --- install, as the operating manual says to when configuring first: mask, install,
 # edit, unmask, enable --now.
 systemctl mask -q timed.service
 t0=$(mono)
@@ -128,12 +128,12 @@ online=$(exposure timed.service)
 offline=$(exposure --offline=true /usr/lib/systemd/system/timed.service)
 wait_offline=$(exposure --offline=true /usr/lib/systemd/system/timed-wait.service)
 figure security-exposure "timed.service ${online:-none} running, ${offline:-none} offline; timed-wait.service ${wait_offline:-none} offline"
-# The README states the offline figures; the running unit must rate no worse.
+# The operating manual states the offline figures; the running unit must rate no worse.
 if [ "$offline" = "$EXPOSURE" ] && [ "$wait_offline" = "$EXPOSURE_WAIT" ] && [ -n "$online" ] &&
 	[ "$(echo "$online $offline" | awk '{print ($1 <= $2)}')" = 1 ]; then
-	pass security "timed.service $online running, $offline offline; timed-wait.service $wait_offline offline: as the README states"
+	pass security "timed.service $online running, $offline offline; timed-wait.service $wait_offline offline: as docs/operating.md states"
 else
-	fail security "timed.service ${online:-?} running, ${offline:-?} offline (README: $EXPOSURE); timed-wait.service ${wait_offline:-?} offline (README: $EXPOSURE_WAIT)"
+	fail security "timed.service ${online:-?} running, ${offline:-?} offline (docs/operating.md: $EXPOSURE); timed-wait.service ${wait_offline:-?} offline (docs/operating.md: $EXPOSURE_WAIT)"
 fi
 
 # --- synchronisation, from the moment the host's master starts.
