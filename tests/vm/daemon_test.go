@@ -33,24 +33,31 @@ const (
 	slack = 10 * time.Second
 )
 
-// timedArgs is the guests' daemon: the production clock, the fast
-// profile, the bridge's network only, every guest trusted (-F, names
-// from the initramfs's /etc/hosts), the drift file and state in the 9p
-// share, its log on the virtio port "log" (fd 4, init.sh).
-func timedArgs(n int) string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = guestName(i)
+// timedArgs is a guest's daemon: the production clock, the fast
+// profile, the bridge's network only, the drift file and state in the 9p
+// share, its log on the virtio port "log" (fd 4, init.sh). The guests
+// that may be master trust each other only (-F, names from the
+// initramfs's /etc/hosts); a slave-only guest has neither -M nor -F.
+func timedArgs(g *guest, all []guestSpec) string {
+	args := "timed --clock system --profile fast --networks " + subnet +
+		" --drift-file /var/lib/timed/drift --state-dir /var/lib/timed"
+	if g.spec.slaveOnly {
+		return args
 	}
-	return "timed --clock system --profile fast --networks " + subnet +
-		" --drift-file /var/lib/timed/drift --state-dir /var/lib/timed -F " + strings.Join(names, " ")
+	args += " -F"
+	for i, sp := range all {
+		if !sp.slaveOnly {
+			args += " " + guestName(i)
+		}
+	}
+	return args
 }
 
 // startTimed starts the daemon in the background (its pid in
 // /run/timed.pid); it returns once the process runs, not once it
 // answers.
-func (g *guest) startTimed(n int) error {
-	_, err := g.run(30*time.Second, timedArgs(n)+" >&4 2>&1 </dev/null & echo $! >/run/timed.pid")
+func (g *guest) startTimed() error {
+	_, err := g.run(30*time.Second, timedArgs(g, specs)+" >&4 2>&1 </dev/null & echo $! >/run/timed.pid")
 	return err
 }
 

@@ -69,9 +69,9 @@ func (n *network) close() {
 	for _, g := range n.guests {
 		g.kill()
 		if n.t.Failed() {
-			n.t.Logf("---- console of %s (last 60 lines) ----\n%s", g.name, tail(g.console(), 60))
+			n.t.Logf("---- log of %s's console (last 60 lines) ----\n%s", g.name, tail(g.console(), 60))
 			n.t.Logf("---- log of timed on %s (last 150 lines) ----\n%s", g.name, tail(g.timedLog(), 150))
-			n.t.Logf("---- command channel of %s (last 40 lines) ----\n%s", g.name, g.ch.tail(40))
+			n.t.Logf("---- log of %s's command channel (last 40 lines) ----\n%s", g.name, g.ch.tail(40))
 		}
 	}
 	if _, err := command(30*time.Second, "ip", "netns", "del", n.ns); err != nil {
@@ -84,10 +84,13 @@ func (n *network) close() {
 
 // ---- guests ----
 
-// guestSpec is what a guest is set off by at boot.
+// guestSpec is what a guest is set off by at boot, and its daemon's role.
 type guestSpec struct {
 	step    int     // seconds, date -s
 	freqPPM float64 // adjtimex -f
+	// slaveOnly: the daemon may not be master (no -M, no -F), as a
+	// client of the network's time servers.
+	slaveOnly bool
 }
 
 // guest is one QEMU process: Debian's kernel, the suite's initramfs, a
@@ -250,18 +253,6 @@ func (g *guest) kill() {
 	<-exited
 	if g.ch != nil {
 		g.ch.close()
-	}
-}
-
-// running says whether QEMU still runs.
-func (g *guest) running() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	select {
-	case <-g.exited:
-		return false
-	default:
-		return g.cmd != nil
 	}
 }
 
