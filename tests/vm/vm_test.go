@@ -119,6 +119,9 @@ func TestRealKernels(t *testing.T) {
 	}
 	// The discipline's estimates keep improving with the baseline: the
 	// kernel frequencies at the end, beside the ten rounds' figures.
+	if s.master == "" {
+		return // no scenario ran (go test -run)
+	}
 	if k, err := each(s.gs, (*guest).adjtimex); err == nil {
 		rounds := time.Since(s.release).Seconds() / syncInterval.Seconds()
 		for _, g := range s.gs {
