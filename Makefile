@@ -171,8 +171,8 @@ e2e-vm: build
 
 # e2e-vm-run: the suite itself, once make e2e-vm found what it needs.
 e2e-vm-run:
-	$(GO) vet -tags vm ./tests/vm/... && $(GO) run $(STATICCHECK) -tags vm ./tests/vm/...
 	@trap 'ip netns del tvm-$(E2E_RUN) 2>/dev/null || true; rm -f $(VM_FIGURES) $(VM_ASSETS)' EXIT; trap 'exit 130' INT TERM; \
+	echo "vet and staticcheck, -tags vm"; $(GO) vet -tags vm ./tests/vm/... && $(GO) run $(STATICCHECK) -tags vm ./tests/vm/... || exit 1; \
 	status=0; \
 	TIMED_E2E_VM_RUN=$(E2E_RUN) TIMED_E2E_VM_BIN=$(abspath $(BIN)) TIMED_E2E_VM_ASSETS=$(abspath $(VM_ASSETS)) TIMED_E2E_FIGURES=$(VM_FIGURES) \
 		$(GO) test -tags vm -count=1 -json -timeout $(VM_TIMEOUT) ./tests/vm 2>&1 | $(TESTSUM) -label "real-kernel VM suite" || status=$$?; \

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/timed-project/timed/tests/internal/clockdiff"
 	"github.com/timed-project/timed/timed/control"
 )
 
@@ -209,14 +210,7 @@ func describe(st map[string]*control.Status) string {
 // timestamps where nothing answers the probe (before the daemons start:
 // ms resolution, bound half the round trip + 1 ms). The observer only
 // reads the host's clock, which the namespace shares.
-type reading struct {
-	Host   string  `json:"host"`
-	Offset float64 `json:"offset_seconds"`
-	Bound  float64 `json:"error_bound_seconds"`
-	RTT    float64 `json:"rtt_seconds"`
-	Method string  `json:"method"`
-	Error  string  `json:"error"`
-}
+type reading = clockdiff.Answer
 
 // observe measures every guest's clock (their addresses in one timedc
 // run, one after another: a few ms each) and keys the readings by name.
