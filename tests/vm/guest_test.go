@@ -74,11 +74,30 @@ func (n *network) close() {
 			n.t.Logf("---- log of %s's command channel (last 40 lines) ----\n%s", g.name, g.ch.tail(40))
 		}
 	}
+	if dir := os.Getenv("TIMED_E2E_VM_LOGS"); dir != "" {
+		n.keepLogs(dir)
+	}
 	if _, err := command(30*time.Second, "ip", "netns", "del", n.ns); err != nil {
 		n.t.Errorf("delete namespace %s: %v", n.ns, err)
 	}
 	if _, err := os.Stat("/run/netns/" + n.ns); err == nil {
 		n.t.Errorf("namespace %s is still there", n.ns)
+	}
+}
+
+// keepLogs copies every guest's console and daemon log into dir
+// (TIMED_E2E_VM_LOGS), as g1.console.log and g1.timed.log.
+func (n *network) keepLogs(dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.t.Errorf("keep logs: %v", err)
+		return
+	}
+	for _, g := range n.guests {
+		for _, f := range []string{g.console(), g.timedLog()} {
+			if err := copyFile(f, filepath.Join(dir, g.name+"."+filepath.Base(f)), 0o644); err != nil {
+				n.t.Errorf("keep logs: %v", err)
+			}
+		}
 	}
 }
 

