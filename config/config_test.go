@@ -52,6 +52,7 @@ func TestDefaultsAreBSD(t *testing.T) {
 	}
 	want := election.DefaultConfig("")
 	want.MayBeMaster = false
+	want.JoinSync = c.Sync.IntervalFloor // adaptive rounds, on by default (TestAdaptiveRoundDefaults)
 	if !reflect.DeepEqual(c.Election, want) {
 		t.Fatalf("timers %+v, want BSD's %+v", c.Election, want)
 	}
@@ -129,6 +130,46 @@ func TestFastProfileOverridable(t *testing.T) {
 	}
 }
 
+// Adaptive rounds: on by default (floor 8 s under BSD's 240 s ceiling),
+// fixed with the fast profile (floor = its 4 s), and an unset floor
+// follows a shorter sync-interval down instead of failing.
+func TestAdaptiveRoundDefaults(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		floor, ceil  time.Duration
+		target       time.Duration
+		derivedFloor bool
+	}{
+		{nil, 8 * time.Second, 240 * time.Second, 20 * time.Microsecond, false},
+		{[]string{"--profile", "fast"}, 4 * time.Second, 4 * time.Second, 20 * time.Microsecond, false},
+		{[]string{"--profile", "fast", "--sync-interval", "10s"}, 10 * time.Second, 10 * time.Second, 20 * time.Microsecond, true},
+		{[]string{"--sync-interval", "5s"}, 5 * time.Second, 5 * time.Second, 20 * time.Microsecond, true},
+		{[]string{"--sync-interval", "500s", "--sync-target", "50us"}, 8 * time.Second, 500 * time.Second, 50 * time.Microsecond, false},
+		{[]string{"--sync-interval-min", "240s"}, 240 * time.Second, 240 * time.Second, 20 * time.Microsecond, false},
+	} {
+		cfg, fs, err := load(t, "", c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		join := c.floor
+		if c.floor == c.ceil {
+			join = 0
+		}
+		if cfg.Election.JoinSync != join {
+			t.Errorf("%v: JoinSync %v, want %v (the floor of adaptive rounds)", c.args, cfg.Election.JoinSync, join)
+		}
+		if cfg.Sync.IntervalFloor != c.floor || cfg.Election.SyncInterval != c.ceil || cfg.Sync.IntervalTarget != c.target {
+			t.Errorf("%v: floor %v, sync-interval %v, target %v; want %v, %v, %v", c.args,
+				cfg.Sync.IntervalFloor, cfg.Election.SyncInterval, cfg.Sync.IntervalTarget, c.floor, c.ceil, c.target)
+		}
+		for _, s := range Effective(fs, cfg) {
+			if s.Key == "sync-interval-min" && (s.Source == "derived") != c.derivedFloor {
+				t.Errorf("%v: sync-interval-min %+v, derived %v", c.args, s, c.derivedFloor)
+			}
+		}
+	}
+}
+
 func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -150,8 +191,66 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 		{nil, "port: many\n", `invalid port "many"`},
 		{nil, "frequency-discipline: maybe\n", `invalid frequency-discipline "maybe": accepted: true or false`},
 		{[]string{"--max-source-influence", "-1ms"}, "", `invalid max-source-influence "-1ms": accepted: a Go duration from 0s to 24h0m0s`},
+		{[]string{"--reference", "chrony"}, "", `invalid reference "chrony": accepted: kernel or off`},
+		{[]string{"--reference", "kernel", "--clock", "dry-run"}, "", `invalid reference "kernel": accepted: off unless clock is system`},
+		{nil, "reference: gps\n", `invalid reference "gps": accepted: kernel or off`},
+		{[]string{"--reference-max-error", "20s"}, "", `invalid reference-max-error "20s": accepted: a Go duration from 1ms to 16s`},
+		{[]string{"--reference-hold", "-1s"}, "", `invalid reference-hold "-1s": accepted: a Go duration from 0s to 24h0m0s`},
+		{[]string{"--sync-interval-min", "500ms"}, "", `invalid sync-interval-min "500ms": accepted: a Go duration from 1s to 24h0m0s`},
+		{[]string{"--sync-interval-min", "often"}, "", `invalid sync-interval-min "often": accepted: a Go duration from 1s to 24h0m0s`},
+		{[]string{"--sync-interval-min", "300s"}, "", `invalid sync-interval-min "300s": accepted: at most sync-interval (4m0s)`},
+		{[]string{"--sync-interval-min", "20s", "--sync-interval", "10s"}, "", `invalid sync-interval-min "20s": accepted: at most sync-interval (10s)`},
+		{[]string{"--sync-target", "0"}, "", `invalid sync-target "0": accepted: a Go duration from 1µs to 1s`},
+		{nil, "sync-target: 2s\n", `invalid sync-target "2s": accepted: a Go duration from 1µs to 1s`},
 	}
 	for _, c := range cases {
+		_, _, err := load(t, c.file, c.args...)
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %q: err = %v, want a *config.Error containing %q", c.args, c.file, err, c.want)
+		}
+	}
+}
+
+// TestAuthWindow: the window in force is what Effective shows, with its
+// source: the hour by default; 0, which once printed as the default and
+// turned the check off when copied into the file, is refused with the
+// key and the range, from the file as from a flag.
+func TestAuthWindow(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		args   []string
+		want   time.Duration
+		source string
+	}{
+		{"", nil, time.Hour, "default"},
+		{"auth-window: 2h\n", nil, 2 * time.Hour, "file"},
+		{"", []string{"--auth-window", "30s"}, 30 * time.Second, "flag"},
+	} {
+		cfg, fs, err := load(t, c.file, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Auth.Window != c.want {
+			t.Errorf("%v %q: window %v, want %v", c.args, c.file, cfg.Auth.Window, c.want)
+		}
+		for _, s := range Effective(fs, cfg) {
+			if s.Key == "auth-window" && (s.Value != c.want.String() || s.Source != c.source) {
+				t.Errorf("%v %q: timed config shows %s # %s, want %v # %s", c.args, c.file, s.Value, s.Source, c.want, c.source)
+			}
+		}
+	}
+	const accepted = `accepted: a Go duration from 1s to 8760h0m0s`
+	for _, c := range []struct {
+		file string
+		args []string
+		want string
+	}{
+		{"auth-window: 0\n", nil, `invalid auth-window "0": ` + accepted},
+		{"", []string{"--auth-window", "0s"}, `invalid auth-window "0s": ` + accepted},
+		{"", []string{"--auth-window", "-1h"}, `invalid auth-window "-1h": ` + accepted},
+		{"", []string{"--auth-window", "9000h"}, `invalid auth-window "9000h": ` + accepted},
+	} {
 		_, _, err := load(t, c.file, c.args...)
 		var ce *Error
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
@@ -178,6 +277,28 @@ func TestMaxSourceInfluence(t *testing.T) {
 		if cfg.Sync.MaxSourceInfluence != c.want {
 			t.Errorf("%v: max-source-influence %v, want %v", c.args, cfg.Sync.MaxSourceInfluence, c.want)
 		}
+	}
+}
+
+// TestReference: off unless set; kernel makes the host master-capable
+// and keeps the health bounds' defaults unless they are set.
+func TestReference(t *testing.T) {
+	cfg, _, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sync.Reference || cfg.MayBeMaster {
+		t.Errorf("default: reference %v, master %v; want both off", cfg.Sync.Reference, cfg.MayBeMaster)
+	}
+	cfg, _, err = load(t, "reference: kernel\nreference-max-error: 20ms\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Sync.Reference || !cfg.MayBeMaster || !cfg.Election.MayBeMaster {
+		t.Errorf("reference kernel: reference %v, master %v/%v; want all on", cfg.Sync.Reference, cfg.MayBeMaster, cfg.Election.MayBeMaster)
+	}
+	if cfg.Sync.ReferenceMaxError != 20*time.Millisecond || cfg.Sync.ReferenceHold != DefaultReferenceHold {
+		t.Errorf("reference bounds %v, hold %v; want 20ms and %v", cfg.Sync.ReferenceMaxError, cfg.Sync.ReferenceHold, DefaultReferenceHold)
 	}
 }
 

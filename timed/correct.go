@@ -15,6 +15,9 @@ import (
 // applyAdjust slews (or steps, past the threshold) the local clock by a
 // correction from the master, or by the master's own share.
 func (d *Daemon) applyAdjust(delta time.Duration, from string) (clocksync.Applied, error) {
+	if d.ref != nil {
+		return d.refuseCorrection(delta, from)
+	}
 	a, err := d.applier.ApplyAdjust(delta)
 	d.applied(a, err, from)
 	return a, err
@@ -23,6 +26,9 @@ func (d *Daemon) applyAdjust(delta time.Duration, from string) (clocksync.Applie
 // applySetTime sets the clock to a SETTIME's time, corrected for the time
 // the packet waited since it arrived.
 func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) (clocksync.Applied, error) {
+	if d.ref != nil {
+		return d.refuseCorrection(to.Sub(d.clock.Now())+queued, from)
+	}
 	a, err := d.applier.ApplySetTime(to, queued)
 	d.applied(a, err, from)
 	return a, err
@@ -30,6 +36,7 @@ func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) (
 
 func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
 	defer d.alarmNotify()
+	d.ks.dirty = true
 	fields := logrus.Fields{"by": a.By, "action": a.Action.String(), "from": from}
 	if a.FreqChanged {
 		fields["frequency_ppm"] = a.FrequencyPPM

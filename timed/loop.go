@@ -63,6 +63,7 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.stateChanged(a)
 	case election.SlaveList:
 		rt.st.setSlaves(a.Slaves)
+		d.ks.dirty = true // a master's judgement counts its slaves
 	case election.SyncRound:
 		rt.startSyncRound(a)
 	case election.AdjustClock:
@@ -89,6 +90,8 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.cycleDetected(a)
 	case election.AskSource:
 		rt.askSource(a)
+	case election.TellReference:
+		rt.tellReference(a)
 	case election.TellSource:
 		rt.tellSource(a)
 	default:
@@ -193,11 +196,17 @@ func (rt *netRuntime) stateChanged(a election.StateChange) {
 		rt.electionSeen()
 	}
 	rt.st.stateChanged(a)
+	if a.To.IsMaster() && !a.From.IsMaster() {
+		// A new mastership: short rounds until the slaves are known.
+		rt.rounds.Restart()
+		rt.roundAt, rt.prevAt = time.Time{}, time.Time{}
+	}
 	fields := logrus.Fields{"from": a.From.String(), "to": a.To.String(), "reason": a.Reason}
 	if m, ok := rt.m().Master(); ok && a.To != election.Master {
 		fields["master"] = m.Name
 	}
 	rt.log.WithFields(fields).Info("state change")
+	d.ks.dirty = true
 	d.metrics.setState(rt.label, a.To.String())
 	notifyStatus(d)
 }
@@ -213,6 +222,7 @@ func (rt *netRuntime) ignored(a election.Ignored) {
 		msg, state = "network ignored", stateIgnore
 	}
 	d.metrics.setState(rt.label, state)
+	d.ks.dirty = true
 	notifyStatus(d)
 	if e := d.netLog.Entry(limit.Key{Msg: msg + " " + rt.label}, time.Now()); e != nil {
 		e.WithFields(logrus.Fields{"network": rt.network.String(), "reason": a.Reason}).Info(msg)

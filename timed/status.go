@@ -2,6 +2,7 @@ package timed
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 	"time"
@@ -213,6 +214,8 @@ func (d *Daemon) snapshot() *control.Status {
 		st.OffsetSecs = sim.Offset().Seconds()
 	}
 	st.Sync = d.syncFacts().view(time.Now(), d.applier.Alarm())
+	st.KernelSync = d.ks.view(time.Now())
+	st.Reference = d.ref.view()
 	for _, rt := range d.runtimes {
 		st.Networks = append(st.Networks, rt.networkStatus())
 	}
@@ -221,12 +224,7 @@ func (d *Daemon) snapshot() *control.Status {
 	countPackets(st.Packets, ts.Sent, false)
 	countPackets(st.Packets, ts.ReceivedExt, true)
 	countPackets(st.Packets, ts.SentExt, false)
-	for r, n := range ts.Dropped {
-		st.Drops[r.String()] = n
-	}
-	for r, n := range ts.Auth {
-		st.Drops["auth "+r.String()] = n
-	}
+	maps.Copy(st.Drops, ts.DropCounts())
 	if ts.KernelDrops > 0 {
 		st.Drops[kernelDropReason] = ts.KernelDrops
 	}
@@ -277,7 +275,18 @@ func (rt *netRuntime) networkStatus() control.Network {
 	net.Master = rt.master()
 	net.Slaves = rt.slaves()
 	net.Slavenet = d.host.IsSlaveNet(rt.i)
+	if d.host.State(rt.i).IsMaster() {
+		net.RoundIntervalSecs = rt.roundInterval().Seconds()
+	}
 	return net
+}
+
+// roundInterval is the interval this network's rounds run at now.
+func (rt *netRuntime) roundInterval() time.Duration {
+	if rt.rounds.Fixed() {
+		return rt.d.cfg.Election.SyncInterval
+	}
+	return rt.rounds.Interval()
 }
 
 // state is the host's election state on this network, or "ignore".
