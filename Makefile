@@ -30,10 +30,11 @@ demo: build
 
 ## test: formatting, vet, staticcheck, and every test under the race detector;
 ## the Debian package's checks (make deb-test); then the end-to-end suite
-## (make e2e) when a Docker engine is reachable, and the package under a
-## real systemd (make e2e-systemd); at the end, a summary of what ran,
-## what failed and what was skipped, and why
-test: summary-start tools fmt-check vet staticcheck unit deb-test e2e-if-docker e2e-systemd summary
+## (make e2e) when a Docker engine is reachable, the suite of real kernels
+## (make e2e-vm) and the package under a real systemd (make e2e-systemd);
+## at the end, a summary of what ran, what failed and what was skipped,
+## and why
+test: summary-start tools fmt-check vet staticcheck unit deb-test e2e-if-docker e2e-vm e2e-systemd summary
 
 ## check: the quick loop: formatting, vet, staticcheck and the unit and
 ## integration tests (race, -short: the flood and the larger simulations
@@ -163,6 +164,52 @@ e2e-clean:
 	@ids=$$(docker network ls -q --filter label=$(E2E_LABEL)); [ -z "$$ids" ] || docker network rm $$ids >/dev/null
 	@left=$$(docker ps -aq --filter label=$(E2E_LABEL))$$(docker network ls -q --filter label=$(E2E_LABEL)); \
 	if [ -n "$$left" ]; then echo "e2e-clean: run $(E2E_RUN) left $$left" >&2; exit 1; fi
+
+## vm-tools: what make e2e-vm needs beyond Go, from Debian's packages where
+## missing: QEMU (qemu-system-x86), cpio (the guests' initramfs), ip
+## (iproute2) and flock (util-linux). The guests' kernel and busybox are
+## not installed: tests/vm/assets.sh downloads and unpacks them into a cache.
+vm-tools:
+	@command -v qemu-system-x86_64 >/dev/null && command -v cpio >/dev/null && \
+	command -v ip >/dev/null && command -v flock >/dev/null || { \
+		echo "installing qemu-system-x86, cpio, iproute2, util-linux (for make e2e-vm)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			qemu-system-x86 cpio iproute2 util-linux >/dev/null; }
+
+## e2e-vm: the suite of real kernels (tests/vm, build tag vm): four QEMU
+## guests (TCG) boot Debian's kernel, fetched by tests/vm/assets.sh into
+## $(VM_CACHE), from an initramfs with busybox and
+## bin/timed and bin/timedc, on a bridge in a network namespace of the run's
+## own (tvm-$(E2E_RUN)); each runs `timed --clock system` from a clock and a
+## kernel frequency set off at boot; the measured figures as a table at the
+## end. 2–3 minutes (README, "Real kernels"). Where it cannot run (not
+## root, no /dev/net/tun, no QEMU and none installable, Debian's mirror
+## unreachable) it says why, records that in the summary, and succeeds.
+## The namespace, with every guest's tap, is deleted at the end whatever
+## happened; the guests die with the test.
+.PHONY: vm-tools e2e-vm e2e-vm-run
+VM_TIMEOUT ?= 10m
+VM_FIGURES  = /tmp/timed-vm-$(E2E_RUN).figures
+VM_ASSETS   = $(BUILD)/vm-assets-$(E2E_RUN).txt
+e2e-vm: build
+	@mkdir -p $(BUILD); why=""; \
+	if [ "$$(id -u)" != 0 ]; then why="needs root (network namespace, tap devices)"; \
+	elif [ ! -c /dev/net/tun ]; then why="no /dev/net/tun (the guests' tap devices need it)"; \
+	elif ! $(MAKE) --no-print-directory vm-tools; then why="QEMU or cpio missing and not installable (make vm-tools failed: Debian's mirror unreachable?)"; \
+	elif ! TIMED_VM_CACHE=$(VM_CACHE) bash tests/vm/assets.sh > $(VM_ASSETS); then why="no kernel to boot (tests/vm/assets.sh failed: Debian's mirror unreachable?)"; fi; \
+	if [ -n "$$why" ]; then msg="e2e-vm: $$why: real-kernel VM suite not run"; \
+		echo "$$msg"; echo "$$msg" >> $(SUMMARY); rm -f $(VM_ASSETS); exit 0; fi; \
+	$(MAKE) --no-print-directory e2e-vm-run E2E_RUN=$(E2E_RUN)
+
+# e2e-vm-run: the suite itself, once make e2e-vm found what it needs.
+e2e-vm-run:
+	@trap 'ip netns del tvm-$(E2E_RUN) 2>/dev/null || true; rm -f $(VM_FIGURES) $(VM_ASSETS)' EXIT; trap 'exit 130' INT TERM; \
+	echo "vet and staticcheck, -tags vm"; $(GO) vet -tags vm ./tests/vm/... && $(GO) run $(STATICCHECK) -tags vm ./tests/vm/... || exit 1; \
+	status=0; \
+	TIMED_E2E_VM_RUN=$(E2E_RUN) TIMED_E2E_VM_BIN=$(abspath $(BIN)) TIMED_E2E_VM_ASSETS=$(abspath $(VM_ASSETS)) TIMED_E2E_FIGURES=$(VM_FIGURES) \
+		$(GO) test -tags vm -count=1 -json -timeout $(VM_TIMEOUT) ./tests/vm 2>&1 | $(TESTSUM) -label "real-kernel VM suite" || status=$$?; \
+	echo; echo "== VM figures (run $(E2E_RUN)) =="; cat $(VM_FIGURES) 2>/dev/null || echo "(none recorded)"; \
+	exit $$status
 
 ## bench: benchmarks, figures beside their BSD / paper anchors; then
 ## bench-flood

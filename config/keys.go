@@ -18,10 +18,13 @@ import (
 //   - TIMED_IMAGE: the image of the end-to-end suite (tests/e2e, make e2e).
 //   - TIMED_E2E_*: the end-to-end suite's run label, figures file, attacker
 //     binary and whatever it adds later (tests/e2e, make e2e).
+//   - TIMED_VM_CACHE: where tests/vm/assets.sh keeps Debian's kernel and
+//     busybox for the suite of real kernels (make e2e-vm, whose own
+//     settings are TIMED_E2E_VM_*).
 //
 // A name ending in "*" is a prefix. TIMED_AUTH_KEYS is not here: it is the
 // key auth-keys, which timedc reads too.
-var ToolingEnv = []string{"TIMED_VECTORS", "TIMED_SEED", "TIMED_IMAGE", "TIMED_E2E_*"}
+var ToolingEnv = []string{"TIMED_VECTORS", "TIMED_SEED", "TIMED_IMAGE", "TIMED_E2E_*", "TIMED_VM_CACHE"}
 
 // Keys are the configuration's keys, sorted: the long options, which are
 // the file's keys and, upper-cased with underscores, the environment

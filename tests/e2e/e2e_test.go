@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/timed-project/timed/deploy/compose"
+	"github.com/timed-project/timed/tests/internal/clockdiff"
 	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
 )
@@ -464,15 +465,8 @@ func TestTimedcAcrossContainers(t *testing.T) {
 	report(t, "timedc election: seen, then one master", "%v, %v (master %s, was %s)", took.Round(time.Millisecond), took2.Round(time.Millisecond), m2, m)
 
 	// clockdiff by probe between two zero-offset hosts.
-	type diff struct {
-		Host   string  `json:"host"`
-		Offset float64 `json:"offset_seconds"`
-		Bound  float64 `json:"error_bound_seconds"`
-		RTT    float64 `json:"rtt_seconds"`
-		Method string  `json:"method"`
-		Error  string  `json:"error"`
-	}
-	clockdiff := func(from, to string) diff {
+	type diff = clockdiff.Answer
+	clockdiffFrom := func(from, to string) diff {
 		t.Helper()
 		out, err := c.timedc(from, "--json", "--timeout", "5s", "clockdiff", to)
 		if err != nil {
@@ -492,7 +486,7 @@ func TestTimedcAcrossContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := clockdiff(from, target)
+	d := clockdiffFrom(from, target)
 	if d.Method != "probe" {
 		t.Fatalf("clockdiff %s from %s used %s, want the probe", target, from, d.Method)
 	}
@@ -503,7 +497,7 @@ func TestTimedcAcrossContainers(t *testing.T) {
 	report(t, "clockdiff by probe, zero-offset hosts", "%v (±%v, rtt %v; the target's own offset %v; bound 200µs)",
 		time.Duration(d.Offset*1e9), time.Duration(d.Bound*1e9), time.Duration(d.RTT*1e9), time.Duration(st.OffsetSecs*1e9))
 
-	d = clockdiff(from, "witness")
+	d = clockdiffFrom(from, "witness")
 	if d.Method != "icmp" {
 		t.Fatalf("clockdiff witness from %s used %s, want ICMP", from, d.Method)
 	}

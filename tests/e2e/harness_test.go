@@ -20,10 +20,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/timed-project/timed/deploy/compose"
+	"github.com/timed-project/timed/tests/internal/figures"
 	"github.com/timed-project/timed/timed/control"
 )
 
@@ -121,7 +121,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if err := writeFigures(); err != nil {
+	if err := figs.Write(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: figures:", err)
 	}
 	os.Exit(code)
@@ -129,42 +129,14 @@ func TestMain(m *testing.M) {
 
 // ---- figures ----
 
-type figure struct{ scenario, name, value string }
-
-var (
-	figMu   sync.Mutex
-	figures []figure
-)
+// figs is the table of measured figures printed at the end.
+var figs figures.Table
 
 // report records a measured figure for the table printed at the end. The
 // figures are reported, not asserted.
 func report(t *testing.T, name, format string, args ...any) {
-	v := fmt.Sprintf(format, args...)
-	t.Logf("figure: %s = %s", name, v)
-	figMu.Lock()
-	defer figMu.Unlock()
-	figures = append(figures, figure{t.Name(), name, v})
-}
-
-// writeFigures prints the table to $TIMED_E2E_FIGURES (make e2e prints
-// that file last), or to stdout.
-func writeFigures() error {
-	figMu.Lock()
-	defer figMu.Unlock()
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tFIGURE\tVALUE")
-	for _, f := range figures {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.scenario, f.name, f.value)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if path := os.Getenv("TIMED_E2E_FIGURES"); path != "" {
-		return os.WriteFile(path, b.Bytes(), 0o644)
-	}
-	_, err := os.Stdout.Write(b.Bytes())
-	return err
+	t.Helper()
+	figs.Report(t, name, format, args...)
 }
 
 // ---- commands ----

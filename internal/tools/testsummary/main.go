@@ -51,11 +51,12 @@ const (
 )
 
 // reasons are the first assertion lines of a failed test's output,
-// leaving out the dumps of daemon logs its cleanup writes.
+// leaving out the dumps of daemon logs its cleanup writes and the
+// figures the e2e suites log as they measure them (tests/internal/figures).
 func reasons(out string) []string {
 	var rs []string
 	for _, l := range strings.Split(out, "\n") {
-		if !assertion.MatchString(l) || strings.Contains(l, "---- log of") {
+		if !assertion.MatchString(l) || strings.Contains(l, "---- log of") || strings.Contains(l, ": figure: ") {
 			continue
 		}
 		l = strings.TrimSpace(l)

@@ -16,6 +16,7 @@ func TestSummary(t *testing.T) {
 		`{"Action":"output","Package":"p","Test":"TestB","Output":"    x_test.go:9: shared folder absent\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestB","Output":"--- SKIP: TestB (0.00s)\n"}`,
 		`{"Action":"skip","Package":"p","Test":"TestB"}`,
+		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:2: figure: spread = 3 µs\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:3: boom\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:7: ---- log of n1 ----\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestC","Output":"time=x level=info msg=\"clock corrected\"\n"}`,
@@ -44,7 +45,7 @@ func TestSummary(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
 	}
-	if strings.Contains(rep, "log of") {
-		t.Errorf("report repeats a log dump's header as a reason:\n%s", rep)
+	if strings.Contains(rep, "log of") || strings.Contains(rep, "figure:") {
+		t.Errorf("report repeats a log dump's header or a figure as a reason:\n%s", rep)
 	}
 }

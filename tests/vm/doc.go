@@ -1,0 +1,18 @@
+// Package vm is the suite of real kernels (issue 19, `make e2e-vm`): QEMU
+// guests booting Debian's kernel (assets.sh fetches it, and busybox-static,
+// from Debian's packages into a cache, never installing them on the host)
+// from an initramfs the test builds with busybox, the virtio modules and
+// the static bin/timed and bin/timedc. Each guest's clock is stepped off
+// and its kernel frequency set off at boot, and it runs `timed --clock
+// system --profile fast`: the production path, adjtimex(2) on a kernel
+// clock of its own. The guests' tap devices are on one bridge inside a
+// network namespace of the test's own, where an observer outside the
+// election (timedc clockdiff, reading the host clock only) measures each
+// guest's clock against the host's.
+//
+// The tests are behind the vm build tag and need root, /dev/net/tun,
+// qemu-system-x86_64 and cpio; `make test` runs them through `make e2e-vm`,
+// which installs what is missing from Debian's packages and, where a
+// prerequisite cannot be had, says so and records the skip and its reason
+// in the test summary.
+package vm
