@@ -700,3 +700,15 @@ func TestReplyTable(t *testing.T) {
 		t.Errorf("docs/protocol.md: the reply table is not election.Replies; it should read:\n%s", want)
 	}
 }
+
+// TestReadmeIsALandingPage: README.md stays a page a newcomer reads in
+// five minutes; reference material goes to docs/.
+func TestReadmeIsALandingPage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n > 200 {
+		t.Errorf("README.md has %d lines, at most 200: move reference material to docs/", n)
+	}
+}
