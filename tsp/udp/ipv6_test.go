@@ -1,0 +1,228 @@
+package udp
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sockaddr "github.com/hashicorp/go-sockaddr"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// synthetic6 is synthetic with two more links: eth3, IPv6 only, with a
+// link-local and a global address, and eth4, IPv6 only, link-local only.
+func synthetic6() sockaddr.IfAddrs {
+	mc := net.FlagUp | net.FlagMulticast
+	eth3 := net.Interface{Index: 6, Name: "eth3", Flags: mc, MTU: 1500}
+	eth4 := net.Interface{Index: 7, Name: "eth4", Flags: mc, MTU: 1500}
+	return append(synthetic(),
+		sockaddr.IfAddr{SockAddr: sockaddr.MustIPv6Addr("fe80::7/64"), Interface: eth3},
+		sockaddr.IfAddr{SockAddr: sockaddr.MustIPv6Addr("2001:db8:1::7/64"), Interface: eth3},
+		sockaddr.IfAddr{SockAddr: sockaddr.MustIPv6Addr("fd00:2::7/64"), Interface: eth3},
+		sockaddr.IfAddr{SockAddr: sockaddr.MustIPv6Addr("fe80::8/64"), Interface: eth4},
+	)
+}
+
+// TestSelectNetworksIPv6 checks that an IPv6 link is one network, with
+// our link-local address (zoned) and the group, and the family rule.
+func TestSelectNetworksIPv6(t *testing.T) {
+	nets, links, err := selectNetworks(synthetic6(), Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(nets), []string{"eth0", "eth1", "eth3", "eth4"}; !slices.Equal(got, want) {
+		t.Fatalf("auto: networks %v, want %v (eth0 has both: IPv4)", got, want)
+	}
+	eth3 := Network{Interface: "eth3", Index: 6, Addr: netip.MustParseAddr("fe80::7%eth3"),
+		Prefix: netip.MustParsePrefix("2001:db8:1::/64"), Broadcast: DefaultGroup}
+	if nets[2] != eth3 {
+		t.Errorf("eth3 = %v, want %v", nets[2], eth3)
+	}
+	if !slices.Equal(links[6], pfx("2001:db8:1::/64", "fd00:2::/64")) {
+		t.Errorf("eth3's on-link prefixes = %v", links[6])
+	}
+	if nets[3].Prefix != netip.MustParsePrefix("fe80::/64") || nets[3].Addr != netip.MustParseAddr("fe80::8%eth4") {
+		t.Errorf("link-local-only eth4 = %v", nets[3])
+	}
+	if !nets[2].IPv6() || nets[0].IPv6() || (Network{Peers: true}).IPv6() {
+		t.Error("IPv6() wrong")
+	}
+	if s := nets[2].String(); !strings.Contains(s, "group ff02::20d") || !strings.Contains(s, "fe80::7%eth3") {
+		t.Errorf("String() = %q", s)
+	}
+
+	for _, tc := range []struct {
+		family Family
+		want   []string
+	}{
+		{FamilyIPv4, []string{"eth0", "eth1"}},
+		{FamilyIPv6, []string{"eth0", "eth3", "eth4"}}, // eth1 has no IPv6
+	} {
+		nets, _, err := selectNetworks(synthetic6(), Selection{Family: tc.family})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(nets); !slices.Equal(got, tc.want) {
+			t.Errorf("family %s: %v, want %v", tc.family, got, tc.want)
+		}
+		if tc.family == FamilyIPv6 && nets[0].Addr != netip.MustParseAddr("fe80::5%eth0") {
+			t.Errorf("family ipv6: eth0 = %v", nets[0])
+		}
+	}
+
+	group := netip.MustParseAddr("ff02::1:7")
+	nets, _, err = selectNetworks(synthetic6(), Selection{Template: `. | include "name" "^eth3$"`, Group: group})
+	if err != nil || len(nets) != 1 || nets[0].Broadcast != group {
+		t.Errorf("configured group: %v, %v", nets, err)
+	}
+}
+
+func TestSelectNetworksIPv6Filters(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		useOnly, ignore []netip.Prefix
+		want            []string
+	}{
+		{"use only a global prefix", pfx("2001:db8::/32"), nil, []string{"eth3"}},
+		{"use only a ULA", pfx("fd00::/8"), nil, []string{"eth3"}},
+		{"use only by address", pfx("2001:db8:1::7/128"), nil, []string{"eth3"}},
+		{"use only link-local", pfx("fe80::/10"), nil, []string{"eth3", "eth4"}},
+		{"ignore a link by its global prefix", nil, pfx("2001:db8:1::/48"), []string{"eth0", "eth1", "eth4"}},
+		{"mixed", pfx("10.0.0.0/8", "fe80::8/128"), nil, []string{"eth0", "eth4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nets, err := sel(synthetic6(), "", tc.useOnly, tc.ignore)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(nets); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSelectNetworksNoMatch: a -n prefix that matches nothing is named,
+// whether another matches or not; under auto, a dual-stack interface's
+// IPv6 prefix is not served, and the error says which family rules.
+func TestSelectNetworksNoMatch(t *testing.T) {
+	for _, useOnly := range [][]netip.Prefix{
+		pfx("2001:db8:99::/48"),
+		pfx("10.0.0.0/24", "2001:db8:99::/48"),
+	} {
+		_, err := sel(synthetic6(), "", useOnly, nil)
+		if !errors.Is(err, ErrNoNetwork) || !strings.Contains(err.Error(), "2001:db8:99::/48 (-n) matches no address") {
+			t.Errorf("-n %v: err = %v", useOnly, err)
+		}
+	}
+	_, err := sel(synthetic6(), "", pfx("fe80::5/128"), nil)
+	if err == nil || !strings.Contains(err.Error(), "family auto") {
+		t.Errorf("-n eth0's link-local under auto: err = %v", err)
+	}
+	if _, _, err := selectNetworks(synthetic6(), Selection{Template: `. | include "name" "^eth1$"`, Family: FamilyIPv6}); !errors.Is(err, ErrNoNetwork) {
+		t.Errorf("family ipv6 on an IPv4-only selection: err = %v", err)
+	}
+	for _, g := range []string{"ff05::20d", "fe80::1", "10.0.0.1", "ff02::20d%eth0"} {
+		if _, _, err := selectNetworks(synthetic6(), Selection{Group: netip.MustParseAddr(g)}); err == nil {
+			t.Errorf("group %s: no error", g)
+		}
+	}
+}
+
+func TestParseFamily(t *testing.T) {
+	for in, want := range map[string]Family{"": FamilyAuto, "auto": FamilyAuto, "IPv6": FamilyIPv6, "ipv4": FamilyIPv4} {
+		if got, err := ParseFamily(in); err != nil || got != want {
+			t.Errorf("ParseFamily(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseFamily("inet6"); err == nil || !strings.Contains(err.Error(), "auto, ipv4, ipv6") {
+		t.Errorf("ParseFamily(inet6): %v", err)
+	}
+}
+
+// TestNetworkOfIPv6: a link-local source is on the link its zone names, a
+// global one on the link it came in by when in one of its prefixes; a
+// routed source, or one that came in elsewhere, is on none.
+func TestNetworkOfIPv6(t *testing.T) {
+	nets, links, err := selectNetworks(synthetic6(), Selection{Family: FamilyIPv6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &Transport{networks: nets, links: links}
+	for _, tc := range []struct {
+		from    string
+		ifIndex int
+		want    string
+	}{
+		{"[fe80::99%eth3]:525", 6, "eth3"},
+		{"[fe80::99%eth4]:525", 7, "eth4"},
+		{"[fe80::99%eth9]:525", 9, ""},
+		{"[2001:db8:1::99]:525", 6, "eth3"},
+		{"[fd00:2::99]:525", 6, "eth3"},
+		{"[2001:db8:1::99]:525", 7, ""}, // eth3's prefix, in by eth4
+		{"[2001:db8:2::99]:525", 6, ""}, // routed
+		{"10.0.0.9:525", 2, ""},         // family ipv6: eth0 is served on IPv6
+	} {
+		n := tr.networkOf(netip.MustParseAddrPort(tc.from), tc.ifIndex)
+		got := ""
+		if n != nil {
+			got = n.Interface
+		}
+		if got != tc.want {
+			t.Errorf("networkOf(%s, if %d) = %q, want %q", tc.from, tc.ifIndex, got, tc.want)
+		}
+	}
+}
+
+// TestPeersIPv6Loopback runs two transports in peers mode on ::1: the
+// peers network's broadcast reaches the other, unicast answers come back,
+// transmit and receive stamps are the kernel's, and IPV6_PKTINFO gives
+// the destination and interface.
+func TestPeersIPv6Loopback(t *testing.T) {
+	a := listen(t, Config{Hostname: "a", Peers: []netip.AddrPort{netip.MustParseAddrPort("[::1]:9")}})
+	b := listen(t, Config{Hostname: "b", Peers: []netip.AddrPort{netip.AddrPortFrom(netip.IPv6Loopback(), a.LocalAddr().Port())}})
+	a6 := netip.AddrPortFrom(netip.IPv6Loopback(), a.LocalAddr().Port())
+	if err := b.BroadcastAll(&tsp.Packet{Type: tsp.MasterReq, Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r := recv(t, a)
+	if r.Packet == nil || r.Packet.Type != tsp.MasterReq || r.Network == nil || !r.Network.Peers {
+		t.Fatalf("a received %+v", r)
+	}
+	if r.From.Addr() != netip.IPv6Loopback() || r.From.Port() != b.LocalAddr().Port() || r.Dst != netip.IPv6Loopback() || r.IfIndex == 0 {
+		t.Fatalf("from %v dst %v if %d", r.From, r.Dst, r.IfIndex)
+	}
+	before := time.Now()
+	at, ok, err := b.SendExtStamped(&tsp.ExtPacket{Kind: tsp.ExtProbe, Seq: 1, Payload: []byte{1}}, a6)
+	if err != nil || !ok || at.Before(before) || at.After(time.Now()) {
+		t.Fatalf("stamped send over IPv6: %v, %v, %v", at, ok, err)
+	}
+	r = recv(t, a)
+	if r.Ext == nil || r.At.Before(at) {
+		t.Fatalf("a received %+v (sent at %v)", r, at)
+	}
+	if err := a.Send(&tsp.Packet{Type: tsp.MasterAck, Seq: 3}, r.From); err != nil {
+		t.Fatal(err)
+	}
+	if r := recv(t, b); r.Packet == nil || r.Packet.Type != tsp.MasterAck || r.From != a6 {
+		t.Fatalf("b received %+v", r)
+	}
+	if a.LocalAddr().Port() == 0 {
+		t.Error("no port")
+	}
+}
+
+// TestIPv4OnlySendIPv6: a transport that serves no IPv6 says so when
+// asked to send there.
+func TestIPv4OnlySendIPv6(t *testing.T) {
+	a := listen(t, Config{Hostname: "a"})
+	err := a.Send(&tsp.Packet{Type: tsp.MasterReq}, netip.MustParseAddrPort("[::1]:525"))
+	if !errors.Is(err, errNoIPv6) {
+		t.Errorf("err = %v", err)
+	}
+}
