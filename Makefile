@@ -176,6 +176,7 @@ fuzz:
 	$(GO) test ./internal/sockopt -run '^$$' -fuzz '^FuzzTxTimestamp$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring/live -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp/udp -run '^$$' -fuzz '^FuzzParsePeer$$' -fuzztime $(FUZZTIME)
 
 ## man: the man pages timed(8), timedc(8) and their commands', timed.yaml(5),
 ## and the bash, zsh and fish completions, into build/docs: generated from
