@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,10 +134,17 @@ func newClusterPeers(t *testing.T, offsets []time.Duration, extra func(i int, pe
 // timedBin (the flood test measures memory, which -race multiplies).
 func newClusterOf(t *testing.T, bin string, offsets []time.Duration, extra func(i int, peers string) []string) *cluster {
 	t.Helper()
+	return newClusterAt(t, bin, netip.MustParseAddr("127.0.0.1"), offsets, extra)
+}
+
+// newClusterAt is newClusterOf with the peers on loopback address lo:
+// 127.0.0.1 or ::1.
+func newClusterAt(t *testing.T, bin string, lo netip.Addr, offsets []time.Duration, extra func(i int, peers string) []string) *cluster {
+	t.Helper()
 	ports := freePorts(t, len(offsets))
 	var peers []string
 	for _, p := range ports {
-		peers = append(peers, "127.0.0.1:"+strconv.Itoa(p))
+		peers = append(peers, netip.AddrPortFrom(lo, uint16(p)).String())
 	}
 	c := &cluster{t: t, bin: bin, peers: strings.Join(peers, ",")}
 	dir := t.TempDir()
