@@ -1,0 +1,296 @@
+package tests
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/timed-project/timed/internal/netbench"
+	"github.com/timed-project/timed/timed/control"
+)
+
+// The namespace tests run daemons on a real (veth and bridge) link in
+// network namespaces, with no network flags: what they serve is what
+// their interfaces offer. They reuse `make bench-net`'s namespaces
+// (internal/netbench), under run ids of their own ("v6" and 4 random
+// hex digits: tbnv6…), removed when the test ends, failed or not.
+
+// linkFamily is what one namespace's eth0 holds.
+type linkFamily int
+
+const (
+	only4 linkFamily = iota // IPv4 only: IPv6 disabled on eth0
+	only6                   // IPv6 only: link-local and ULA, nodad; no IPv4 at all
+	dual                    // both
+)
+
+func (f linkFamily) String() string { return [...]string{"IPv4-only", "IPv6-only", "dual-stack"}[f] }
+
+// ula is the IPv6 prefix of the test links (RFC 4193, unique local).
+var ula = netip.MustParsePrefix("fd7e:d6::/64")
+
+// needNetns skips where namespaces cannot be made: they need root and
+// ip(8).
+func needNetns(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces, veth and bridge (run the tests as root)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip(8) (iproute2) for network namespaces")
+	}
+}
+
+// netnsLink makes a bridge and one namespace per entry of fams, each with
+// eth0 on the bridge holding what its family says, and removes them all
+// when the test ends.
+func netnsLink(t *testing.T, fams []linkFamily) netbench.Names {
+	t.Helper()
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	names := netbench.Names{Run: "v6" + hex.EncodeToString(b[:])}
+	ctx := context.Background()
+	nt, err := netbench.Setup(ctx, names, len(fams))
+	t.Cleanup(func() {
+		if err := nt.Close(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		if left, _ := netbench.Left(names); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Group datagrams flood the bridge: no MLD snooping to wait for.
+	run("ip", "link", "set", names.Bridge(), "type", "bridge", "mcast_snooping", "0")
+	for i, f := range fams {
+		ns := names.Netns(i)
+		switch f {
+		case only4:
+			run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=1")
+			continue
+		case only6:
+			run("ip", "-n", ns, "addr", "flush", "dev", "eth0") // the IPv4 address and route too
+		case dual:
+			run("ip", "-n", ns, "-6", "addr", "flush", "dev", "eth0")
+		}
+		// nodad: usable at once, no tentative second of DAD.
+		run("ip", "-n", ns, "addr", "add", fmt.Sprintf("fe80::%x/64", i+1), "dev", "eth0", "nodad")
+		ua := ula.Addr().As16()
+		ua[15] = byte(i + 1)
+		run("ip", "-n", ns, "addr", "add", netip.PrefixFrom(netip.AddrFrom16(ua), 64).String(), "dev", "eth0", "nodad")
+	}
+	return names
+}
+
+// netnsCluster starts a daemon in each namespace with no network flags:
+// -M, the tests' timers, a simulated clock each, its control socket in
+// the test's directory (the file system is shared).
+func netnsCluster(t *testing.T, names netbench.Names, n int, offsets []time.Duration) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "empty.yaml") // not the host's /etc/timed/timed.yaml
+	if err := os.WriteFile(conf, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, bin: "ip"}
+	for i := range n {
+		nd := &node{name: names.Host(i), dir: dir, port: 525}
+		nd.args = []string{"netns", "exec", names.Netns(i), timedBin, "-M", "--config", conf,
+			"--profile", "fast", "--hostname", nd.name,
+			"--clock", fmt.Sprintf("sim:offset=%+dus,drift=%+dppm", offsets[i%len(offsets)].Microseconds(), 10*(i%5)-20),
+			"--control-socket", nd.socket(), "--log-level", "debug",
+			"--sync-interval", syncInterval.String(), "--election-timeout-min", electionMin.String(),
+			"--election-timeout-max", electionMax.String()}
+		c.nodes = append(c.nodes, nd)
+		c.start(nd)
+	}
+	t.Cleanup(func() { // before the namespaces go (cleanups run last first)
+		for _, nd := range c.nodes {
+			c.kill(nd, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				nd.mu.Lock()
+				t.Logf("---- log of %s ----\n%s", nd.name, nd.log.String())
+				nd.mu.Unlock()
+			}
+		}
+	})
+	return c
+}
+
+// TestIPv6OnlyLink: daemons on a link with IPv6 only (no IPv4 address
+// anywhere) and no network flags find each other through the group,
+// elect one master and converge; the master measures its slaves at their
+// link-local addresses, zone kept, with kernel stamps, and status shows
+// the link with its group.
+func TestIPv6OnlyLink(t *testing.T) {
+	needNetns(t)
+	t.Parallel()
+	const n = 4
+	names := netnsLink(t, []linkFamily{only6, only6, only6, only6})
+	c := netnsCluster(t, names, n, fiveOffsets)
+	m := c.awaitOneMaster()
+	c.await("clocks within 20 ms", 10*syncInterval+10*time.Second, func() (bool, string) {
+		return spreadBelow(c, 20*time.Millisecond)
+	})
+	c.await("every slave measured at its link-local address with kernel stamps", 5*syncInterval+5*time.Second, func() (bool, string) {
+		st, err := c.status(m)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(st.Networks) != 1 {
+			return false, fmt.Sprintf("networks %+v", st.Networks)
+		}
+		nw := st.Networks[0]
+		if nw.Group != "ff02::20d" || !strings.HasSuffix(nw.Address, "%eth0") || nw.Prefix != ula.String() || nw.Broadcast != "" {
+			return false, fmt.Sprintf("network %+v", nw)
+		}
+		if len(st.Slaves) != n-1 {
+			return false, fmt.Sprintf("%d slaves", len(st.Slaves))
+		}
+		for _, sl := range st.Slaves {
+			a, err := netip.ParseAddrPort(sl.Address)
+			if err != nil || !a.Addr().IsLinkLocalUnicast() || a.Addr().Zone() != "eth0" || sl.Method != "probe" || sl.Stamps != "kernel" {
+				return false, fmt.Sprintf("slave %s at %s, method %q, stamps %q", sl.Name, sl.Address, sl.Method, sl.Stamps)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestDualStackLink: on one bridge, IPv4-only, IPv6-only and dual-stack
+// daemons. The dual-stack ones serve the link on IPv4 (family auto), so
+// no daemon runs two elections on it: the IPv4 daemons (IPv4-only and
+// dual-stack) end with one master among them, the IPv6-only ones, which
+// no IPv4 datagram can reach, with one of their own, and then nothing
+// changes for five sync rounds: no master changes, no election.
+func TestDualStackLink(t *testing.T) {
+	needNetns(t)
+	t.Parallel()
+	fams := []linkFamily{only4, only4, only6, only6, dual, dual}
+	names := netnsLink(t, fams)
+	c := netnsCluster(t, names, len(fams), fiveOffsets)
+	group := func(nd int) linkFamily {
+		if fams[nd] == only6 {
+			return only6
+		}
+		return only4 // the dual-stack daemons are on IPv4
+	}
+	var masters map[linkFamily]string
+	c.await("one master per family's network", electionBound, func() (bool, string) {
+		var why string
+		masters, why = mastersByFamily(c, group)
+		return masters != nil, why
+	})
+	st, err := c.statuses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, nd := range c.nodes {
+		s := st[nd]
+		if len(s.Networks) != 1 {
+			t.Fatalf("%s (%v) serves %d networks, want the link once: %+v", nd.name, fams[i], len(s.Networks), s.Networks)
+		}
+		if v6 := s.Networks[0].Group != ""; v6 != (group(i) == only6) {
+			t.Errorf("%s (%v) serves %+v", nd.name, fams[i], s.Networks[0])
+		}
+	}
+	before := elections(st)
+	for range 5 {
+		time.Sleep(syncInterval) // a window watched, not a wait for an event
+		now, why := mastersByFamily(c, group)
+		if now == nil || now[only4] != masters[only4] || now[only6] != masters[only6] {
+			t.Fatalf("masters were %v, now %v: %s", masters, now, why)
+		}
+	}
+	st, err = c.statuses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := elections(st); after != before {
+		t.Errorf("elections seen went from %v to %v while settled", before, after)
+	}
+}
+
+// mastersByFamily: in each family's group of daemons exactly one master,
+// every other daemon its slave and on its list. It returns the masters'
+// names by group, or nil and why not.
+func mastersByFamily(c *cluster, group func(int) linkFamily) (map[linkFamily]string, string) {
+	st, err := c.statuses()
+	if err != nil {
+		return nil, err.Error()
+	}
+	masters := map[linkFamily]string{}
+	for i, nd := range c.nodes {
+		if st[nd].State == "master" {
+			if m, ok := masters[group(i)]; ok {
+				return nil, fmt.Sprintf("two masters among the %v daemons: %s and %s: %s", group(i), m, nd.name, describe(st))
+			}
+			masters[group(i)] = nd.name
+		}
+	}
+	listed := map[string]bool{}
+	for _, s := range st {
+		for _, sl := range s.Slaves {
+			listed[sl.Name] = true
+		}
+	}
+	for i, nd := range c.nodes {
+		m, ok := masters[group(i)]
+		switch {
+		case !ok:
+			return nil, fmt.Sprintf("no master among the %v daemons: %s", group(i), describe(st))
+		case nd.name == m:
+		case st[nd].Master == nil || st[nd].Master.Name != m:
+			return nil, fmt.Sprintf("%s is %s, not a slave of %s: %s", nd.name, st[nd].State, m, describe(st))
+		case !listed[nd.name]:
+			return nil, fmt.Sprintf("%s follows %s but is not on its list yet", nd.name, m)
+		}
+	}
+	return masters, ""
+}
+
+func elections(st map[*node]*control.Status) string {
+	var s []string
+	for nd, x := range st {
+		s = append(s, nd.name+"="+strconv.FormatUint(x.Elections, 10))
+	}
+	slices.Sort(s)
+	return strings.Join(s, " ")
+}
+
+// spreadBelow: the cluster's clocks are within bound of each other.
+func spreadBelow(c *cluster, bound time.Duration) (bool, string) {
+	st, err := c.statuses()
+	if err != nil {
+		return false, err.Error()
+	}
+	lo, hi := 1e9, -1e9
+	for _, s := range st {
+		lo, hi = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs)
+	}
+	spread := time.Duration((hi - lo) * 1e9)
+	return spread < bound, fmt.Sprintf("largest pairwise offset %v", spread)
+}
