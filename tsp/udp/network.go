@@ -107,12 +107,15 @@ type Selection struct {
 // DefaultInterfaces is the selection used when no template is given: every
 // up, broadcast-capable, non-loopback IPv4 interface, as BSD timed takes
 // them (it also took point-to-point links; name them in a template), and
-// every up, multicast-capable, non-loopback IPv6 interface.
+// every up, multicast-capable, non-loopback IPv6 interface with a global
+// or unique-local address. An interface with link-local addresses only
+// (the host side of every container's veth) is left out unless a
+// template names it: on a container host each would be a network.
 const DefaultInterfaces = `{{ GetAllInterfaces | ` + default4 + ` | join "address" " " }} {{ GetAllInterfaces | ` + default6 + ` | join "address" " " }}`
 
 const (
 	default4 = `include "type" "IPv4" | include "flags" "up" | include "flags" "broadcast" | exclude "flags" "loopback"`
-	default6 = `include "type" "IPv6" | include "flags" "up" | include "flags" "multicast" | exclude "flags" "loopback"`
+	default6 = `include "type" "IPv6" | include "flags" "up" | include "flags" "multicast" | exclude "flags" "loopback" | include "flags" "global unicast"`
 )
 
 // ErrNoNetwork is returned when interface selection and the -n/-i filters
