@@ -579,10 +579,10 @@ func authSettings(r *reader) Auth {
 		r.bad("auth-sign-key", show(r.v.Get("auth-sign-key")), "a key ID from 0 to 4294967295", nil)
 	}
 	a.SignKey = id
-	for _, p := range r.list("unsigned-peers", "a list of IPv4 addresses or CIDRs") {
+	for _, p := range r.list("unsigned-peers", "a list of addresses or CIDRs") {
 		pfx, err := auth.ParsePeer(p)
 		if err != nil {
-			r.bad("unsigned-peers", p, "an IPv4 address or CIDR", err)
+			r.bad("unsigned-peers", p, "an IPv4 or IPv6 address or CIDR", err)
 			continue
 		}
 		a.UnsignedPeers = append(a.UnsignedPeers, pfx)

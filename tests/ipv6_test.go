@@ -3,10 +3,15 @@ package tests
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/timed-project/timed/election/ring"
+	"github.com/timed-project/timed/election/ring/live"
+	"github.com/timed-project/timed/tests/internal/ringcheck"
 )
 
 // TestIPv6PeersElectAndSync: four daemons in peers mode on ::1 elect one
@@ -60,5 +65,75 @@ func TestIPv6PeersElectAndSync(t *testing.T) {
 	out, err = timedc(t, "msite", "--port", strconv.Itoa(m.port), "::1")
 	if err != nil || !strings.Contains(out, m.name) {
 		t.Fatalf("timedc msite ::1 --port: %q, %v", out, err)
+	}
+}
+
+// TestIPv6AuthRequired: the auth trailer is the same on IPv6: daemons on
+// ::1 that require signatures elect and converge, timedc's signed msite
+// over IPv6 is answered, and an unsigned one is dropped and counted.
+func TestIPv6AuthRequired(t *testing.T) {
+	t.Parallel()
+	keys := writeKeys(t)
+	lo := netip.IPv6Loopback()
+	c := newClusterAt(t, timedBin, lo, fiveOffsets[:3], func(int, string) []string {
+		return []string{"-M", "--auth", "required", "--auth-keys", keys}
+	})
+	m := c.awaitOneMaster()
+	c.await("clocks within 20 ms", 10*syncInterval+10*time.Second, func() (bool, string) {
+		return spreadBelow(c, 20*time.Millisecond)
+	})
+	target := netip.AddrPortFrom(lo, uint16(m.port)).String()
+	out, err := timedc(t, "--auth-keys", keys, "--json", "msite", target)
+	if err != nil || !strings.Contains(out, `"master": "`+m.name+`"`) {
+		t.Fatalf("signed msite over IPv6: %v: %s", err, out)
+	}
+	before, err := c.status(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := timedc(t, "--timeout", "1s", "msite", target); err == nil {
+		t.Fatal("an unsigned msite over IPv6 was answered under required auth")
+	}
+	c.await("the unsigned msite counted", 10*time.Second, func() (bool, string) {
+		st, err := c.status(m)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := st.Drops["auth unsigned"] - before.Drops["auth unsigned"]
+		return got >= 1, fmt.Sprintf("drops %v", st.Drops)
+	})
+}
+
+// TestIPv6RingElect: the live ring runner over IPv6: a Chang–Roberts
+// election among four daemons on ::1, asked of one of them over IPv6,
+// elects the leader the algorithm must.
+func TestIPv6RingElect(t *testing.T) {
+	t.Parallel()
+	lo := netip.IPv6Loopback()
+	c := newClusterAt(t, timedBin, lo, make([]time.Duration, 4), func(int, string) []string { return []string{"-M"} })
+	c.await("control sockets up", 10*time.Second, func() (bool, string) {
+		_, err := c.statuses()
+		return err == nil, "waiting"
+	})
+	i := slices.IndexFunc(ring.All(), func(a ring.Algorithm) bool { return a.Name == "chang-roberts" })
+	if i < 0 {
+		t.Fatal("no chang-roberts")
+	}
+	alg := ring.All()[i]
+	out, err := timedc(t, "--json", "ring", "elect", netip.AddrPortFrom(lo, uint16(c.nodes[0].port)).String(), "--algorithm", alg.Name, "--timeout", "30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res live.Result
+	if err := oneAnswer(out, &res); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if err := ringcheck.Result(alg, res, 4); err != nil {
+		t.Error(err)
+	}
+	for _, m := range res.Members[1:] { // the coordinator's own is left out
+		if a, err := netip.ParseAddrPort(m.Addr); err != nil || a.Addr() != lo {
+			t.Errorf("member %+v: not at ::1", m)
+		}
 	}
 }
