@@ -181,7 +181,7 @@ fuzz:
 ## man: the man pages timed(8), timedc(8) and their commands', timed.yaml(5),
 ## and the bash, zsh and fish completions, into build/docs: generated from
 ## the binaries' own command trees by their hidden `gen-docs` command
-## (internal/gendocs), dated by the last commit so that they are reproducible
+## (cmd/internal/gendocs), dated by the last commit so that they are reproducible
 DOCS  := $(BUILD)/docs
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
 man: build

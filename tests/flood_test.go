@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/timed-project/timed/internal/flood"
+	"github.com/timed-project/timed/bench/flood"
 	"github.com/timed-project/timed/timed/control"
 )
 

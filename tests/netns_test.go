@@ -16,14 +16,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/timed-project/timed/internal/netbench"
+	"github.com/timed-project/timed/bench/netbench"
 	"github.com/timed-project/timed/timed/control"
 )
 
 // The namespace tests run daemons on a real (veth and bridge) link in
 // network namespaces, with no network flags: what they serve is what
 // their interfaces offer. They reuse `make bench-net`'s namespaces
-// (internal/netbench), under run ids of their own ("v6" and 4 random
+// (bench/netbench), under run ids of their own ("v6" and 4 random
 // hex digits: tbnv6…), removed when the test ends, failed or not.
 
 // linkFamily is what one namespace's eth0 holds.

@@ -43,6 +43,26 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 	if listen == "" {
 		return nil, nil
 	}
+	m, reg := newRegistry(d)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics-listen %s: %w", listen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.WithError(err).Error("metrics server stopped")
+		}
+	}()
+	return m, nil
+}
+
+// newRegistry makes d's metrics and the registry /metrics serves: theirs,
+// the sync state's and the transport's (read at scrape time), the Go
+// runtime's and the process's. deploy/grafana/timed.json queries them.
+func newRegistry(d *Daemon) (*metrics, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "timed_state",
@@ -82,19 +102,7 @@ func newMetrics(listen string, d *Daemon) (*metrics, error) {
 	}
 	reg.MustRegister(m.alarm, m.refusedCorr, m.state, m.elections, m.loops, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
 		syncCollector{d}, transportCollector{d.tr}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, fmt.Errorf("metrics-listen %s: %w", listen, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.WithError(err).Error("metrics server stopped")
-		}
-	}()
-	return m, nil
+	return m, reg
 }
 
 func (m *metrics) close() error {

@@ -34,7 +34,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/timed-project/timed/internal/flood"
+	"github.com/timed-project/timed/bench/flood"
 	"github.com/timed-project/timed/timed/control"
 	"github.com/timed-project/timed/tsp"
 )

@@ -36,8 +36,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/timed-project/timed/internal/flood"
-	"github.com/timed-project/timed/internal/netbench"
+	"github.com/timed-project/timed/bench/flood"
+	"github.com/timed-project/timed/bench/netbench"
 	"github.com/timed-project/timed/timed/control"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/timed-project/timed/cmd/internal/gendocs"
 	"github.com/timed-project/timed/config"
-	"github.com/timed-project/timed/internal/gendocs"
 	"github.com/timed-project/timed/timed"
 )
 

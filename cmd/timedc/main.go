@@ -18,8 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/timed-project/timed/cmd/internal/gendocs"
 	"github.com/timed-project/timed/config"
-	"github.com/timed-project/timed/internal/gendocs"
 	"github.com/timed-project/timed/tsp/auth"
 )
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -91,6 +92,23 @@ func (g graph) chain(root, target string) []string {
 	return nil
 }
 
+// above is, for every package of the module outside floor (a folder,
+// "internal/") that root depends on, the import chain that brings it in,
+// in import-path order.
+func (g graph) above(root, floor string) [][]string {
+	paths := slices.Sorted(maps.Keys(g.pkgs))
+	var chains [][]string
+	for _, p := range paths {
+		if p == module || !strings.HasPrefix(p, module+"/") || strings.HasPrefix(p, module+"/"+floor) {
+			continue
+		}
+		if c := g.chain(root, p); c != nil {
+			chains = append(chains, c)
+		}
+	}
+	return chains
+}
+
 func short(path string) string {
 	if path == module {
 		return path
@@ -127,6 +145,36 @@ func TestPurePackagesStayOffTheNetwork(t *testing.T) {
 func TestClocksyncUsesOnlyTheWireFormat(t *testing.T) {
 	forbid(t, module+"/tsp/udp", "clocksync needs the wire format, not the daemon's transport",
 		"clocksync/...")
+}
+
+// TestInternalIsTheGroundFloor: internal/ holds what the lower layers
+// stand on (socket options, rate limits, virtual time, the BSD vectors,
+// the test-summary tool), so none of it may depend on a package of the
+// module outside internal/: not on the transport or the keys (tsp/udp,
+// tsp/auth), the clocks (clocksync), the election or the configuration.
+// What sits above those (benchmark harnesses, the man-page generator)
+// lives beside its users: bench/, cmd/internal/.
+func TestInternalIsTheGroundFloor(t *testing.T) {
+	g := list(t, "internal/...")
+	for _, root := range g.roots {
+		for _, c := range g.above(root, "internal/") {
+			t.Errorf("%s depends on %s, which stands above internal/: %s", short(root), short(c[len(c)-1]), render(c))
+		}
+	}
+}
+
+// TestAboveFindsWhatStandsAbove keeps the ground-floor rule honest: the
+// man-page generator reads config, and above must say so, or the rule
+// above could pass by finding nothing at all.
+func TestAboveFindsWhatStandsAbove(t *testing.T) {
+	g := list(t, "cmd/internal/gendocs")
+	var found []string
+	for _, c := range g.above(module+"/cmd/internal/gendocs", "cmd/internal/") {
+		found = append(found, short(c[len(c)-1]))
+	}
+	if !slices.Contains(found, "config") {
+		t.Errorf("above(cmd/internal/gendocs) = %v, want config among them", found)
+	}
 }
 
 // TestWireFormatDoesNoIO: tsp itself imports nothing that does I/O. fmt

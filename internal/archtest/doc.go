@@ -7,7 +7,11 @@
 //   - tsp, the wire format, does not depend on net, and imports neither
 //     net, os nor syscall itself (fmt may bring os in: that is not I/O
 //     of its own);
-//   - clocksync uses the wire format only, never the transport tsp/udp.
+//   - clocksync uses the wire format only, never the transport tsp/udp;
+//   - internal/ is the ground floor: no package under it depends on a
+//     package of the module outside it (tsp/udp, tsp/auth, clocksync,
+//     election, config, …). Benchmark harnesses live in bench/, the
+//     man-page generator in cmd/internal/gendocs.
 //
 // Only non-test code is checked: what a package's tests import is not
 // part of what it costs its users.

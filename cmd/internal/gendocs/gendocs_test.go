@@ -52,7 +52,7 @@ func TestConfigPageHasEveryFlag(t *testing.T) {
 // The example configuration the package installs names only real keys,
 // commented out or not.
 func TestExampleConfigKeys(t *testing.T) {
-	f, err := os.Open("../../systemd/timed.yaml.example")
+	f, err := os.Open("../../../systemd/timed.yaml.example")
 	if err != nil {
 		t.Fatal(err)
 	}
