@@ -26,19 +26,17 @@ import (
 // (bench/netbench), under run ids of their own ("v6" and 4 random
 // hex digits: tbnv6…), removed when the test ends, failed or not.
 
-// linkFamily is what one namespace's eth0 holds.
-type linkFamily int
-
+// Shorter names for what a namespace's eth0 holds.
 const (
-	only4 linkFamily = iota // IPv4 only: IPv6 disabled on eth0
-	only6                   // IPv6 only: link-local and ULA, nodad; no IPv4 at all
-	dual                    // both
+	only4 = netbench.IPv4
+	only6 = netbench.IPv6
+	dual  = netbench.Dual
 )
 
-func (f linkFamily) String() string { return [...]string{"IPv4-only", "IPv6-only", "dual-stack"}[f] }
+type linkFamily = netbench.Family
 
-// ula is the IPv6 prefix of the test links (RFC 4193, unique local).
-var ula = netip.MustParsePrefix("fd7e:d6::/64")
+// ula is the IPv6 prefix of the test links.
+var ula = netbench.Subnet6
 
 // needNetns skips where namespaces cannot be made: they need root and
 // ip(8).
@@ -53,8 +51,8 @@ func needNetns(t *testing.T) {
 }
 
 // netnsLink makes a bridge and one namespace per entry of fams, each with
-// eth0 on the bridge holding what its family says, and removes them all
-// when the test ends.
+// eth0 on the bridge holding what its family says (IPv6 addresses nodad),
+// and removes them all when the test ends.
 func netnsLink(t *testing.T, fams []linkFamily) netbench.Names {
 	t.Helper()
 	var b [2]byte
@@ -75,30 +73,10 @@ func netnsLink(t *testing.T, fams []linkFamily) netbench.Names {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	// Group datagrams flood the bridge: no MLD snooping to wait for.
-	run("ip", "link", "set", names.Bridge(), "type", "bridge", "mcast_snooping", "0")
 	for i, f := range fams {
-		ns := names.Netns(i)
-		switch f {
-		case only4:
-			run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=1")
-			continue
-		case only6:
-			run("ip", "-n", ns, "addr", "flush", "dev", "eth0") // the IPv4 address and route too
-		case dual:
-			run("ip", "-n", ns, "-6", "addr", "flush", "dev", "eth0")
+		if err := nt.Readdress(ctx, i, f); err != nil {
+			t.Fatal(err)
 		}
-		// nodad: usable at once, no tentative second of DAD.
-		run("ip", "-n", ns, "addr", "add", fmt.Sprintf("fe80::%x/64", i+1), "dev", "eth0", "nodad")
-		ua := ula.Addr().As16()
-		ua[15] = byte(i + 1)
-		run("ip", "-n", ns, "addr", "add", netip.PrefixFrom(netip.AddrFrom16(ua), 64).String(), "dev", "eth0", "nodad")
 	}
 	return names
 }
