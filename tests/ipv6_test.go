@@ -12,6 +12,7 @@ import (
 	"github.com/timed-project/timed/election/ring"
 	"github.com/timed-project/timed/election/ring/live"
 	"github.com/timed-project/timed/tests/internal/ringcheck"
+	"github.com/timed-project/timed/timed/control"
 )
 
 // TestIPv6PeersElectAndSync: four daemons in peers mode on ::1 elect one
@@ -29,35 +30,10 @@ func TestIPv6PeersElectAndSync(t *testing.T) {
 		return []string{"-M"}
 	})
 	m := c.awaitOneMaster()
-	const bound = 20 * time.Millisecond
 	c.await("clocks within 20 ms", 10*syncInterval+10*time.Second, func() (bool, string) {
-		st, err := c.statuses()
-		if err != nil {
-			return false, err.Error()
-		}
-		lo, hi := 1e9, -1e9
-		for _, s := range st {
-			lo, hi = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs)
-		}
-		spread := time.Duration((hi - lo) * 1e9)
-		return spread < bound, fmt.Sprintf("largest pairwise offset %v", spread)
+		return spreadBelow(c, 20*time.Millisecond)
 	})
-	c.await("every slave measured over IPv6 with kernel stamps", 5*syncInterval+5*time.Second, func() (bool, string) {
-		st, err := c.status(m)
-		if err != nil {
-			return false, err.Error()
-		}
-		if len(st.Slaves) != 3 {
-			return false, fmt.Sprintf("%d slaves", len(st.Slaves))
-		}
-		for _, sl := range st.Slaves {
-			a, err := netip.ParseAddrPort(sl.Address)
-			if err != nil || a.Addr() != lo || sl.Method != "probe" || sl.Stamps != "kernel" {
-				return false, fmt.Sprintf("slave %s at %s, method %q, stamps %q", sl.Name, sl.Address, sl.Method, sl.Stamps)
-			}
-		}
-		return true, ""
-	})
+	c.awaitSlavesAt(m, 3, "::1", func(a netip.Addr) bool { return a == lo })
 	out, err := timedc(t, "msite", netip.AddrPortFrom(lo, uint16(m.port)).String())
 	if err != nil || !strings.Contains(out, m.name) {
 		t.Fatalf("timedc msite over IPv6: %q, %v", out, err)
@@ -136,4 +112,29 @@ func TestIPv6RingElect(t *testing.T) {
 			t.Errorf("member %+v: not at ::1", m)
 		}
 	}
+}
+
+// awaitSlavesAt waits until master m lists n slaves, each at an address
+// that where accepts (described by at), measured by the probe with the
+// kernel's transmit stamps.
+func (c *cluster) awaitSlavesAt(m *node, n int, at string, where func(netip.Addr) bool) *control.Status {
+	c.t.Helper()
+	var st *control.Status
+	c.await("every slave measured at "+at+" with kernel stamps", 5*syncInterval+5*time.Second, func() (bool, string) {
+		var err error
+		if st, err = c.status(m); err != nil {
+			return false, err.Error()
+		}
+		if len(st.Slaves) != n {
+			return false, fmt.Sprintf("%d slaves", len(st.Slaves))
+		}
+		for _, sl := range st.Slaves {
+			a, err := netip.ParseAddrPort(sl.Address)
+			if err != nil || !where(a.Addr()) || sl.Method != "probe" || sl.Stamps != "kernel" {
+				return false, fmt.Sprintf("slave %s at %s, method %q, stamps %q", sl.Name, sl.Address, sl.Method, sl.Stamps)
+			}
+		}
+		return true, ""
+	})
+	return st
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -103,18 +102,7 @@ func netnsCluster(t *testing.T, names netbench.Names, n int, offsets []time.Dura
 		c.nodes = append(c.nodes, nd)
 		c.start(nd)
 	}
-	t.Cleanup(func() { // before the namespaces go (cleanups run last first)
-		for _, nd := range c.nodes {
-			c.kill(nd, syscall.SIGKILL)
-		}
-		if t.Failed() {
-			for _, nd := range c.nodes {
-				nd.mu.Lock()
-				t.Logf("---- log of %s ----\n%s", nd.name, nd.log.String())
-				nd.mu.Unlock()
-			}
-		}
-	})
+	t.Cleanup(c.stopAll) // before the namespaces go (cleanups run last first)
 	return c
 }
 
@@ -133,29 +121,13 @@ func TestIPv6OnlyLink(t *testing.T) {
 	c.await("clocks within 20 ms", 10*syncInterval+10*time.Second, func() (bool, string) {
 		return spreadBelow(c, 20*time.Millisecond)
 	})
-	c.await("every slave measured at its link-local address with kernel stamps", 5*syncInterval+5*time.Second, func() (bool, string) {
-		st, err := c.status(m)
-		if err != nil {
-			return false, err.Error()
-		}
-		if len(st.Networks) != 1 {
-			return false, fmt.Sprintf("networks %+v", st.Networks)
-		}
-		nw := st.Networks[0]
-		if nw.Group != "ff02::20d" || !strings.HasSuffix(nw.Address, "%eth0") || nw.Prefix != ula.String() || nw.Broadcast != "" {
-			return false, fmt.Sprintf("network %+v", nw)
-		}
-		if len(st.Slaves) != n-1 {
-			return false, fmt.Sprintf("%d slaves", len(st.Slaves))
-		}
-		for _, sl := range st.Slaves {
-			a, err := netip.ParseAddrPort(sl.Address)
-			if err != nil || !a.Addr().IsLinkLocalUnicast() || a.Addr().Zone() != "eth0" || sl.Method != "probe" || sl.Stamps != "kernel" {
-				return false, fmt.Sprintf("slave %s at %s, method %q, stamps %q", sl.Name, sl.Address, sl.Method, sl.Stamps)
-			}
-		}
-		return true, ""
-	})
+	st := c.awaitSlavesAt(m, n-1, "link-local addresses on eth0", func(a netip.Addr) bool { return a.IsLinkLocalUnicast() && a.Zone() == "eth0" })
+	if len(st.Networks) != 1 {
+		t.Fatalf("networks %+v", st.Networks)
+	}
+	if nw := st.Networks[0]; nw.Group != "ff02::20d" || !strings.HasSuffix(nw.Address, "%eth0") || nw.Prefix != ula.String() || nw.Broadcast != "" {
+		t.Fatalf("network %+v", nw)
+	}
 }
 
 // TestDualStackLink: on one bridge, IPv4-only, IPv6-only and dual-stack
@@ -257,18 +229,4 @@ func elections(st map[*node]*control.Status) string {
 	}
 	slices.Sort(s)
 	return strings.Join(s, " ")
-}
-
-// spreadBelow: the cluster's clocks are within bound of each other.
-func spreadBelow(c *cluster, bound time.Duration) (bool, string) {
-	st, err := c.statuses()
-	if err != nil {
-		return false, err.Error()
-	}
-	lo, hi := 1e9, -1e9
-	for _, s := range st {
-		lo, hi = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs)
-	}
-	spread := time.Duration((hi - lo) * 1e9)
-	return spread < bound, fmt.Sprintf("largest pairwise offset %v", spread)
 }

@@ -83,25 +83,6 @@ func parse6(oob []byte) (int, netip.Addr) {
 // IPv6 network or peer.
 var errNoIPv6 = errors.New("no IPv6 socket: the daemon serves no IPv6 network or peer")
 
-// write writes one signed datagram: with oob (a stamped send) when given,
-// else out of ifIndex's interface when non-zero (a group's datagram),
-// else plainly; a zoned destination goes out of its zone's interface.
-func (s *socket6) write(d []byte, to netip.AddrPort, ifIndex int, oob []byte) error {
-	if s == nil {
-		return errNoIPv6
-	}
-	var err error
-	switch {
-	case oob != nil:
-		_, _, err = s.conn.WriteMsgUDPAddrPort(d, oob, to)
-	case ifIndex == 0:
-		_, err = s.conn.WriteToUDPAddrPort(d, to)
-	default:
-		_, err = s.pc.WriteTo(d, &ipv6.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
-	}
-	return err
-}
-
 func (s *socket6) stamper() *sockopt.TxStamper {
 	if s == nil {
 		return nil

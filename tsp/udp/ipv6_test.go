@@ -81,31 +81,6 @@ func TestSelectNetworksIPv6(t *testing.T) {
 	}
 }
 
-func TestSelectNetworksIPv6Filters(t *testing.T) {
-	for _, tc := range []struct {
-		name            string
-		useOnly, ignore []netip.Prefix
-		want            []string
-	}{
-		{"use only a global prefix", pfx("2001:db8::/32"), nil, []string{"eth3"}},
-		{"use only a ULA", pfx("fd00::/8"), nil, []string{"eth3"}},
-		{"use only by address", pfx("2001:db8:1::7/128"), nil, []string{"eth3"}},
-		{"use only link-local", pfx("fe80::/10"), nil, []string{"eth3"}},
-		{"ignore a link by its global prefix", nil, pfx("2001:db8:1::/48"), []string{"eth0", "eth1"}},
-		{"mixed", pfx("10.0.0.0/8", "fd00::/8"), nil, []string{"eth0", "eth3"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			nets, err := sel(synthetic6(), "", tc.useOnly, tc.ignore)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := names(nets); !slices.Equal(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestSelectNetworksNoMatch: a -n prefix that matches nothing is named,
 // whether another matches or not; under auto, a dual-stack interface's
 // IPv6 prefix is not served, and the error says which family rules.

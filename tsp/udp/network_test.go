@@ -70,15 +70,22 @@ func TestSelectNetworksFilters(t *testing.T) {
 		useOnly, ignore []netip.Prefix
 		want            []string
 	}{
-		{"none", nil, nil, []string{"eth0", "eth1"}},
+		{"none", nil, nil, []string{"eth0", "eth1", "eth3"}},
 		{"use only 10/8", pfx("10.0.0.0/8"), nil, []string{"eth0"}},
 		{"use only exact", pfx("192.168.0.0/23"), nil, []string{"eth1"}},
 		{"use only both", pfx("10.0.0.0/24", "192.168.1.0/24"), nil, []string{"eth0", "eth1"}},
-		{"ignore eth0 net", nil, pfx("10.0.0.0/24"), []string{"eth1"}},
-		{"ignore elsewhere", nil, pfx("172.16.0.0/12"), []string{"eth0", "eth1"}},
+		{"ignore eth0 net", nil, pfx("10.0.0.0/24"), []string{"eth1", "eth3"}},
+		{"ignore elsewhere", nil, pfx("172.16.0.0/12"), []string{"eth0", "eth1", "eth3"}},
+		// IPv6: a link matches by any of its addresses.
+		{"use only a global prefix", pfx("2001:db8::/32"), nil, []string{"eth3"}},
+		{"use only a ULA", pfx("fd00::/8"), nil, []string{"eth3"}},
+		{"use only by address", pfx("2001:db8:1::7/128"), nil, []string{"eth3"}},
+		{"use only link-local", pfx("fe80::/10"), nil, []string{"eth3"}},
+		{"ignore a link by its global prefix", nil, pfx("2001:db8:1::/48"), []string{"eth0", "eth1"}},
+		{"mixed", pfx("10.0.0.0/8", "fd00::/8"), nil, []string{"eth0", "eth3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nets, err := sel(synthetic(), "", tc.useOnly, tc.ignore)
+			nets, err := sel(synthetic6(), "", tc.useOnly, tc.ignore)
 			if err != nil {
 				t.Fatal(err)
 			}

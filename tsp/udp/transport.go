@@ -597,22 +597,31 @@ func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.
 	return t.sent(to, t.write(b, to, ifIndex, nil), sent)
 }
 
-// write signs b and writes it to to under sendMu: with oob (a stamped
-// send's control message) when given, else through ifIndex's interface
-// when non-zero, else plainly.
+// write signs b and writes it to to under sendMu, on the socket of to's
+// family: with oob (a stamped send's control message) when given, else
+// through ifIndex's interface when non-zero (IP_PKTINFO, IPV6_PKTINFO),
+// else plainly; a zoned IPv6 destination leaves by its zone.
 func (t *Transport) write(b []byte, to netip.AddrPort, ifIndex int, oob []byte) error {
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
 	d, err := t.sign(b)
-	if err == nil && to.Addr().Is6() {
-		return t.v6.write(d, to, ifIndex, oob)
+	if err != nil {
+		return err
+	}
+	v6, conn := to.Addr().Is6(), t.conn
+	if v6 {
+		if t.v6 == nil {
+			return errNoIPv6
+		}
+		conn = t.v6.conn
 	}
 	switch {
-	case err != nil:
 	case oob != nil:
-		_, _, err = t.conn.WriteMsgUDPAddrPort(d, oob, to)
+		_, _, err = conn.WriteMsgUDPAddrPort(d, oob, to)
 	case ifIndex == 0:
-		_, err = t.conn.WriteToUDPAddrPort(d, to)
+		_, err = conn.WriteToUDPAddrPort(d, to)
+	case v6:
+		_, err = t.v6.pc.WriteTo(d, &ipv6.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	default:
 		_, err = t.pc.WriteTo(d, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	}
