@@ -42,6 +42,23 @@ func TestIPv6PeersElectAndSync(t *testing.T) {
 	if err != nil || !strings.Contains(out, m.name) {
 		t.Fatalf("timedc msite ::1 --port: %q, %v", out, err)
 	}
+	out, err = timedc(t, "sources", "--control-socket", m.socket())
+	if err != nil || !strings.Contains(out, "[::1]:") {
+		t.Fatalf("timedc sources shows no IPv6 address: %q, %v", out, err)
+	}
+	// An admin packet from a reserved port (timedc binds one: the tests
+	// run as root, as TestTimedcCommands's trace does) on ::1, one of the
+	// host's own addresses, is obeyed.
+	slave := c.nodes[0]
+	if slave == m {
+		slave = c.nodes[1]
+	}
+	if out, err = timedc(t, "trace", "on", netip.AddrPortFrom(lo, uint16(slave.port)).String()); err != nil || strings.TrimSpace(out) != "timed tracing enabled" {
+		t.Fatalf("trace on over IPv6: %q %v", out, err)
+	}
+	if s, _ := c.status(slave); !s.Trace {
+		t.Fatal("trace on over IPv6 did not turn tracing on")
+	}
 }
 
 // TestIPv6AuthRequired: the auth trailer is the same on IPv6: daemons on
