@@ -193,7 +193,8 @@ man: build
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timed gen-docs $(DOCS)
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timedc gen-docs $(DOCS)
 
-## install: binaries, unit, sysusers and tmpfiles entries, an example config
+## install: binaries, units (timed, timed-wait), the ntp-units.d entry,
+## sysusers and tmpfiles entries, an example config
 ## (kept if one is there), man pages and completions; then it prints what an
 ## admin does next (README, "Installing")
 PREFIX      ?= /usr/local
@@ -205,12 +206,14 @@ ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 install: build man
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d $(DESTDIR)/etc/timed \
+		$(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d $(DESTDIR)/usr/lib/systemd/ntp-units.d $(DESTDIR)/etc/timed \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BIN)/timed $(DESTDIR)$(PREFIX)/sbin/timed
 	install -m 0755 $(BIN)/timedc $(DESTDIR)$(PREFIX)/bin/timedc
 	sed 's#/usr/local/sbin/timed#$(PREFIX)/sbin/timed#' systemd/timed.service > $(DESTDIR)$(UNITDIR)/timed.service
+	sed 's#/usr/local/bin/timedc#$(PREFIX)/bin/timedc#' systemd/timed-wait.service > $(DESTDIR)$(UNITDIR)/timed-wait.service
+	install -m 0644 systemd/50-timed.list $(DESTDIR)/usr/lib/systemd/ntp-units.d/50-timed.list
 	install -m 0644 systemd/timed.sysusers $(DESTDIR)/usr/lib/sysusers.d/timed.conf
 	install -m 0644 systemd/timed.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/timed.conf
 	test -e $(DESTDIR)/etc/timed/timed.yaml || install -m 0644 systemd/timed.yaml.example $(DESTDIR)/etc/timed/timed.yaml
@@ -226,6 +229,7 @@ install: build man
 	@echo "  systemctl daemon-reload"
 	@echo "  \$${EDITOR:-vi} /etc/timed/timed.yaml       # master, trusted hosts, auth: see timed.yaml(5)"
 	@echo "  systemctl enable --now timed"
+	@echo "  systemctl enable timed-wait            # optional: hold time-sync.target until synchronised (3 min at most)"
 	@echo "  usermod -aG timed ADMIN                # who may run timedc status and step (socket mode 0660)"
 
 ## deb: build/timed_VERSION_ARCH.deb (VERSION from git describe,

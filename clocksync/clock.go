@@ -41,6 +41,44 @@ type ClockState struct {
 	Detail             string
 }
 
+// KernelSyncer is a clock the kernel keeps a sync state for: the system
+// clock's STA_UNSYNC, maxerror and esterror (adjtimex(2)), which
+// timedatectl's "System clock synchronized", systemd-time-wait-sync and
+// ntp_adjtime(3) read, and which turns on the kernel's 11-minute RTC
+// updates while clear. Only SystemClock is one: simulated and dry-run
+// clocks have no kernel state to tell.
+type KernelSyncer interface {
+	// SetKernelSync tells the kernel the clock's sync state.
+	SetKernelSync(KernelSync) error
+}
+
+// KernelSync is what a daemon tells the kernel about its clock, as ntpd
+// and chrony do.
+type KernelSync struct {
+	// Synchronised clears STA_UNSYNC; false sets it.
+	Synchronised bool
+	// MaxError bounds how far the clock may be from the time it follows;
+	// EstError is the estimate's error. The kernel adds 500 µs to
+	// maxerror every second by itself and sets STA_UNSYNC once it passes
+	// MaxKernelError. Unsynchronised, both are MaxKernelError.
+	MaxError, EstError time.Duration
+}
+
+// MaxKernelError is the kernel's NTP_PHASE_LIMIT (16 s): a maxerror at or
+// beyond it means unsynchronised, as chrony's MAX_SYNC_ERROR.
+const MaxKernelError = 16 * time.Second
+
+// normalize applies the kernel's rules: unsynchronised, both errors are
+// MaxKernelError; synchronised, EstError is capped there and a MaxError
+// that reaches it is unsynchronised.
+func (k KernelSync) normalize() KernelSync {
+	k.MaxError, k.EstError = max(k.MaxError, 0), min(max(k.EstError, 0), MaxKernelError)
+	if !k.Synchronised || k.MaxError >= MaxKernelError {
+		return KernelSync{MaxError: MaxKernelError, EstError: MaxKernelError}
+	}
+	return k
+}
+
 // MaxSlewPPM is the rate at which adjtime(2) slews, on BSD (tickadj) and
 // Linux (ADJ_OFFSET_SINGLESHOT) alike: 500 µs per second.
 const MaxSlewPPM = 500

@@ -20,6 +20,8 @@ import (
 //     write race).
 //   - SetFrequency: ADJ_FREQUENCY, in the kernel's 2^-16 ppm units.
 //   - State: adjtimex with modes = 0, which only reads.
+//   - SetKernelSync: reads the status, then ADJ_STATUS|ADJ_MAXERROR|
+//     ADJ_ESTERROR with only STA_UNSYNC changed (KernelSyncer).
 //
 // Changing the clock needs CAP_SYS_TIME; without it every write returns an
 // error wrapping ErrPermission, which names the capability and the --clock
@@ -36,6 +38,14 @@ const MaxSystemSlew = (1<<31 - 1) / 1_000_000 * time.Second
 // NewSystemClock returns the host clock. Creating it makes no syscall.
 func NewSystemClock() *SystemClock {
 	return &SystemClock{adjtimex: unix.Adjtimex, now: time.Now}
+}
+
+// NewSystemClockFunc returns the host clock with its adjtimex(2) calls
+// made through adjtimex instead: a test's fake, which sees every change
+// the clock would make and lets none reach the kernel. It still reads
+// the time from the host.
+func NewSystemClockFunc(adjtimex func(*unix.Timex) (int, error)) *SystemClock {
+	return &SystemClock{adjtimex: adjtimex, now: time.Now}
 }
 
 // setInt assigns v to a Timex field whose width depends on the architecture
@@ -93,6 +103,33 @@ func (c *SystemClock) SetFrequency(ppm float64) error {
 	setInt(&tx.Freq, int64(ppm*65536))
 	if _, err := c.adjtimex(&tx); err != nil {
 		return mapSysErr(fmt.Sprintf("set frequency %+.3f ppm", ppm), err)
+	}
+	return nil
+}
+
+// SetKernelSync tells the kernel whether the clock is synchronised
+// (KernelSyncer): it reads the status first and changes only its
+// STA_UNSYNC bit (leap second and PLL bits are another program's), and
+// sets maxerror and esterror in µs (k normalised to the kernel's rules).
+func (c *SystemClock) SetKernelSync(k KernelSync) error {
+	var tx unix.Timex // Modes 0: read only
+	if _, err := c.adjtimex(&tx); err != nil {
+		return mapSysErr("read status", err)
+	}
+	k = k.normalize()
+	status := tx.Status | unix.STA_UNSYNC
+	if k.Synchronised {
+		status = tx.Status &^ unix.STA_UNSYNC
+	}
+	tx = unix.Timex{Modes: unix.ADJ_STATUS | unix.ADJ_MAXERROR | unix.ADJ_ESTERROR, Status: status}
+	setInt(&tx.Maxerror, k.MaxError.Microseconds())
+	setInt(&tx.Esterror, k.EstError.Microseconds())
+	if _, err := c.adjtimex(&tx); err != nil {
+		what := "unsynchronised"
+		if k.Synchronised {
+			what = fmt.Sprintf("synchronised, maxerror %v", k.MaxError)
+		}
+		return mapSysErr("set kernel sync state "+what, err)
 	}
 	return nil
 }

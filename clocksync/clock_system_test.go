@@ -138,3 +138,76 @@ func TestCheckPermissionReadsOnly(t *testing.T) {
 		t.Fatalf("error %v does not wrap ErrPermission", err)
 	}
 }
+
+// fakeKernel is adjtimex's status as the kernel keeps it: a read (modes
+// 0) returns it, ADJ_STATUS sets its writable bits, and every write is
+// recorded. Nothing reaches the host kernel.
+type fakeKernel struct {
+	status int32
+	writes []unix.Timex
+	err    error // returned by writes
+}
+
+// staRonly are the status bits the kernel does not let adjtimex set
+// (STA_RONLY of include/uapi/linux/timex.h).
+const staRonly = unix.STA_PPSSIGNAL | unix.STA_PPSJITTER | unix.STA_PPSWANDER | unix.STA_PPSERROR | unix.STA_CLOCKERR |
+	unix.STA_NANO | unix.STA_MODE | unix.STA_CLK
+
+func (k *fakeKernel) adjtimex(tx *unix.Timex) (int, error) {
+	if tx.Modes == 0 {
+		tx.Status = k.status
+		return unix.TIME_OK, nil
+	}
+	k.writes = append(k.writes, *tx)
+	if k.err != nil {
+		return -1, k.err
+	}
+	if tx.Modes&unix.ADJ_STATUS != 0 {
+		k.status = k.status&staRonly | tx.Status&^staRonly
+	}
+	return unix.TIME_OK, nil
+}
+
+// TestSystemClockKernelSync: SetKernelSync reads the status and writes it
+// back with only STA_UNSYNC changed (a leap second armed by another
+// program stays armed), with maxerror and esterror in µs; unsynchronised,
+// or with maxerror at 16 s or more, both are 16 s and STA_UNSYNC is set.
+func TestSystemClockKernelSync(t *testing.T) {
+	k := &fakeKernel{status: unix.STA_UNSYNC | unix.STA_INS | unix.STA_NANO}
+	c := NewSystemClockFunc(k.adjtimex)
+	const modes = unix.ADJ_STATUS | unix.ADJ_MAXERROR | unix.ADJ_ESTERROR
+	for _, tc := range []struct {
+		set            KernelSync
+		status         int32 // written
+		maxerr, esterr int64
+	}{
+		{KernelSync{Synchronised: true, MaxError: 1500 * time.Microsecond, EstError: 400 * time.Microsecond}, unix.STA_INS | unix.STA_NANO, 1500, 400},
+		{KernelSync{Synchronised: true, MaxError: 1700 * time.Microsecond, EstError: 600 * time.Microsecond}, unix.STA_INS | unix.STA_NANO, 1700, 600},
+		{KernelSync{}, unix.STA_UNSYNC | unix.STA_INS | unix.STA_NANO, 16_000_000, 16_000_000},
+		{KernelSync{Synchronised: true, MaxError: 16 * time.Second, EstError: time.Millisecond}, unix.STA_UNSYNC | unix.STA_INS | unix.STA_NANO, 16_000_000, 16_000_000},
+		{KernelSync{Synchronised: true, MaxError: 3 * time.Second, EstError: time.Minute}, unix.STA_INS | unix.STA_NANO, 3_000_000, 16_000_000},
+	} {
+		n := len(k.writes)
+		if err := c.SetKernelSync(tc.set); err != nil {
+			t.Fatal(err)
+		}
+		if len(k.writes) != n+1 {
+			t.Fatalf("%+v: %d writes", tc.set, len(k.writes)-n)
+		}
+		w := k.writes[n]
+		if w.Modes != modes || w.Status != tc.status || int64(w.Maxerror) != tc.maxerr || int64(w.Esterror) != tc.esterr {
+			t.Errorf("%+v: wrote modes %#x status %#x maxerror %d esterror %d, want %#x %#x %d %d", tc.set,
+				w.Modes, w.Status, w.Maxerror, w.Esterror, modes, tc.status, tc.maxerr, tc.esterr)
+		}
+	}
+	k.err = unix.EPERM
+	if err := c.SetKernelSync(KernelSync{}); !errors.Is(err, ErrPermission) {
+		t.Errorf("EPERM: %v", err)
+	}
+	// Only the system clock keeps a kernel state.
+	for _, clk := range []Clock{NewSimClock(NewMonotonicSource(), SimConfig{}), NewDryRunClock(nil, nil)} {
+		if _, ok := clk.(KernelSyncer); ok {
+			t.Errorf("%T is a KernelSyncer", clk)
+		}
+	}
+}

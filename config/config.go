@@ -90,8 +90,8 @@ type Auth struct {
 	KeyFile       string         // chrony-format key file; needed unless Mode is off
 	SignKey       uint32         // key ID to sign with; 0: the lowest in the file
 	UnsignedPeers []netip.Prefix // optional: the BSD hosts whose unsigned packets are accepted
-	// Window is the first-contact timestamp window; 0: tsp/auth's
-	// default, negative: no check.
+	// Window is the first-contact timestamp window, as in force:
+	// auth.DefaultWindow unless set (minAuthWindow to maxAuthWindow).
 	Window   time.Duration
 	StateDir string // where replay state survives restarts; empty: nothing kept
 }
@@ -114,6 +114,10 @@ type Sync struct {
 	// (never beyond max-step). Count 0: off, BSD's slewing.
 	MakeStepThreshold time.Duration
 	MakeStepCount     int
+	// KernelSyncStatus: with the system clock, the kernel is told whether
+	// the clock is synchronised (STA_UNSYNC, maxerror, esterror), as
+	// ntpd, systemd-timesyncd and chrony with rtcsync tell it.
+	KernelSyncStatus bool
 }
 
 // MaxMakeStepCount bounds makestep-count: past a few rounds the clock is
@@ -209,12 +213,13 @@ func AddFlags(fs *pflag.FlagSet) {
 	}
 	fs.Int("makestep-count", clocksync.DefaultMakeStep.Count, fmt.Sprintf("how many corrections after start or an alarm may be stepped (makestep-threshold); 0: none, slew as BSD (at most %d)", MaxMakeStepCount))
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
+	fs.Bool("kernel-sync-status", true, "with --clock system, tell the kernel whether the clock is synchronised (STA_UNSYNC, maxerror, esterror): what timedatectl and time-sync.target read, and what turns on the kernel's 11-minute RTC updates; false leaves the kernel's state alone")
 	fs.String("drift-file", "", "file keeping the frequency estimate (ppm) across restarts: read at start, written hourly and at stop (default: none; the unit sets /var/lib/timed/drift)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
 	fs.String("auth-keys", "", "key file, chrony's format (ID TYPE KEY), readable by its owner only")
 	fs.Uint32("auth-sign-key", 0, "ID of the key to sign with (default: the lowest in the file)")
 	fs.StringSlice("unsigned-peers", nil, "with --auth optional: addresses or CIDRs (BSD hosts) whose unsigned packets are accepted")
-	fs.String("auth-window", "", "first-contact timestamp window (Go duration; default 1h; 0 turns the check off)")
+	fs.String("auth-window", auth.DefaultWindow.String(), fmt.Sprintf("first contact with a sender identity not yet known: its timestamp must be this close to our clock, either way (Go duration, %v to %v; cannot be turned off)", minAuthWindow, maxAuthWindow))
 	fs.String("state-dir", "", "directory for state kept across restarts (replay protection); the unit sets /var/lib/timed")
 }
 
@@ -431,6 +436,7 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Sync.MakeStepCount = r.integer("makestep-count", 0, MaxMakeStepCount)
 	c.Sync.FrequencyDiscipline = r.boolean("frequency-discipline")
 	c.Sync.DriftFile = r.scalar("drift-file", "a path")
+	c.Sync.KernelSyncStatus = r.boolean("kernel-sync-status")
 	c.Auth = authSettings(r)
 
 	t := newTimers(c)
@@ -525,8 +531,8 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"peers": strings.Join(c.Peers, ","), "clock": c.Clock, "control-socket": c.ControlSocket,
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
 		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline), "drift-file": c.Sync.DriftFile,
-		"makestep-count": strconv.Itoa(c.Sync.MakeStepCount),
-		"auth":           c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
+		"makestep-count": strconv.Itoa(c.Sync.MakeStepCount), "kernel-sync-status": strconv.FormatBool(c.Sync.KernelSyncStatus),
+		"auth": c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
 		"unsigned-peers": joinPrefixes(c.Auth.UnsignedPeers), "auth-window": c.Auth.Window.String(), "state-dir": c.Auth.StateDir,
 	}
 	for _, k := range durationKeys {
@@ -559,6 +565,15 @@ func joinPrefixes(ps []netip.Prefix) string {
 	return strings.Join(s, ",")
 }
 
+// The range of auth-window. 0 is refused rather than read as "off": it
+// was printed as the default while the hour was in force, so that copying
+// the printed value into the file turned the check off; and no first join
+// needs "off" that a year's window does not give.
+const (
+	minAuthWindow = time.Second
+	maxAuthWindow = 365 * 24 * time.Hour
+)
+
 // authSettings reads the auth keys; each bad value is reported with its
 // key and what is accepted.
 func authSettings(r *reader) Auth {
@@ -587,15 +602,13 @@ func authSettings(r *reader) Auth {
 		}
 		a.UnsignedPeers = append(a.UnsignedPeers, pfx)
 	}
-	const window = "a Go duration ≥ 0 (0 turns the first-contact check off)"
+	a.Window = auth.DefaultWindow
+	window := fmt.Sprintf("a Go duration from %v to %v (the first-contact check cannot be turned off: widen it instead)", minAuthWindow, maxAuthWindow)
 	if raw := strings.TrimSpace(r.scalar("auth-window", window)); raw != "" {
 		d, err := time.ParseDuration(raw)
-		switch {
-		case err != nil || d < 0:
+		if err != nil || d < minAuthWindow || d > maxAuthWindow {
 			r.bad("auth-window", raw, window, nil)
-		case d == 0:
-			a.Window = auth.NoWindow
-		default:
+		} else {
 			a.Window = d
 		}
 	}

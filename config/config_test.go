@@ -189,6 +189,53 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 	}
 }
 
+// TestAuthWindow: the window in force is what Effective shows, with its
+// source: the hour by default; 0, which once printed as the default and
+// turned the check off when copied into the file, is refused with the
+// key and the range, from the file as from a flag.
+func TestAuthWindow(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		args   []string
+		want   time.Duration
+		source string
+	}{
+		{"", nil, time.Hour, "default"},
+		{"auth-window: 2h\n", nil, 2 * time.Hour, "file"},
+		{"", []string{"--auth-window", "30s"}, 30 * time.Second, "flag"},
+	} {
+		cfg, fs, err := load(t, c.file, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Auth.Window != c.want {
+			t.Errorf("%v %q: window %v, want %v", c.args, c.file, cfg.Auth.Window, c.want)
+		}
+		for _, s := range Effective(fs, cfg) {
+			if s.Key == "auth-window" && (s.Value != c.want.String() || s.Source != c.source) {
+				t.Errorf("%v %q: timed config shows %s # %s, want %v # %s", c.args, c.file, s.Value, s.Source, c.want, c.source)
+			}
+		}
+	}
+	const accepted = `accepted: a Go duration from 1s to 8760h0m0s`
+	for _, c := range []struct {
+		file string
+		args []string
+		want string
+	}{
+		{"auth-window: 0\n", nil, `invalid auth-window "0": ` + accepted},
+		{"", []string{"--auth-window", "0s"}, `invalid auth-window "0s": ` + accepted},
+		{"", []string{"--auth-window", "-1h"}, `invalid auth-window "-1h": ` + accepted},
+		{"", []string{"--auth-window", "9000h"}, `invalid auth-window "9000h": ` + accepted},
+	} {
+		_, _, err := load(t, c.file, c.args...)
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %q: err = %v, want a *config.Error containing %q", c.args, c.file, err, c.want)
+		}
+	}
+}
+
 // TestMaxSourceInfluence: 50 ms unless set; 0 is a value (no bound), not
 // "unset".
 func TestMaxSourceInfluence(t *testing.T) {

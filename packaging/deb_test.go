@@ -130,6 +130,8 @@ var wantFiles = map[string]string{
 	"/usr/sbin/timed":                                  "exe",
 	"/usr/bin/timedc":                                  "exe",
 	"/usr/lib/systemd/system/timed.service":            data,
+	"/usr/lib/systemd/system/timed-wait.service":       data,
+	"/usr/lib/systemd/ntp-units.d/50-timed.list":       data,
 	"/usr/lib/sysusers.d/timed.conf":                   data,
 	"/usr/lib/tmpfiles.d/timed.conf":                   data,
 	"/etc/timed/timed.yaml":                            data,
@@ -218,9 +220,10 @@ func TestControlArea(t *testing.T) {
 		t.Errorf("conffiles: %q, want only /etc/timed/timed.yaml", got)
 	}
 	scripts := map[string][]string{
-		"postinst": {"systemd-sysusers timed.conf", "deb-systemd-helper unmask timed.service", "systemd-tmpfiles --create timed.conf", "deb-systemd-helper enable timed.service", "daemon-reload", "deb-systemd-invoke start timed.service", "try-restart timed.service"},
-		"prerm":    {"deb-systemd-invoke stop timed.service"},
-		"postrm":   {"deb-systemd-helper purge timed.service", "rm -rf /var/lib/timed /run/timed"},
+		"postinst": {"systemd-sysusers timed.conf", "deb-systemd-helper unmask timed.service", "systemd-tmpfiles --create timed.conf", "deb-systemd-helper enable timed.service", "daemon-reload", "deb-systemd-invoke start timed.service", "try-restart timed.service",
+			"deb-systemd-helper update-state timed-wait.service"},
+		"prerm":  {"deb-systemd-invoke stop timed-wait.service timed.service"},
+		"postrm": {"deb-systemd-helper purge timed.service timed-wait.service", "deb-systemd-helper mask timed.service timed-wait.service", "rm -rf /var/lib/timed /run/timed"},
 	}
 	for name, want := range scripts {
 		path := filepath.Join(ctl, name)
@@ -258,6 +261,15 @@ func TestContents(t *testing.T) {
 		if !strings.Contains(unit, want) {
 			t.Errorf("the unit lacks %q", strings.TrimSpace(want))
 		}
+	}
+	// timed-wait starts the package's timedc; the rest is the repository's.
+	wait := read(t, filepath.Join(dir, "usr/lib/systemd/system/timed-wait.service"))
+	if want := strings.Replace(read(t, "../systemd/timed-wait.service"), "/usr/local/bin/timedc", "/usr/bin/timedc", 1); wait != want ||
+		!strings.Contains(wait, "\nExecStart=/usr/bin/timedc waitsync ") {
+		t.Errorf("timed-wait.service does not start /usr/bin/timedc waitsync:\n%s", wait)
+	}
+	if got := read(t, filepath.Join(dir, "usr/lib/systemd/ntp-units.d/50-timed.list")); got != "timed.service\n" {
+		t.Errorf("ntp-units.d/50-timed.list is %q, want timed.service", got)
 	}
 	if got, want := read(t, filepath.Join(dir, "etc/timed/timed.yaml")), read(t, "../systemd/timed.yaml.example"); got != want {
 		t.Error("/etc/timed/timed.yaml is not systemd/timed.yaml.example")
@@ -376,7 +388,7 @@ func TestInstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
-	for _, want := range []string{"systemd-sysusers timed.conf", "systemctl daemon-reload", "systemctl enable --now timed", "usermod -aG timed"} {
+	for _, want := range []string{"systemd-sysusers timed.conf", "systemctl daemon-reload", "systemctl enable --now timed", "usermod -aG timed", "systemctl enable timed-wait"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("make install does not say %q", want)
 		}
@@ -403,5 +415,8 @@ func TestInstall(t *testing.T) {
 	unit := read(t, filepath.Join(dest, "usr/lib/systemd/system/timed.service"))
 	if !strings.Contains(unit, "\nExecStart=/usr/local/sbin/timed ") {
 		t.Error("make install: the unit does not start /usr/local/sbin/timed")
+	}
+	if wait := read(t, filepath.Join(dest, "usr/lib/systemd/system/timed-wait.service")); !strings.Contains(wait, "\nExecStart=/usr/local/bin/timedc waitsync ") {
+		t.Error("make install: timed-wait.service does not start /usr/local/bin/timedc waitsync")
 	}
 }

@@ -22,6 +22,12 @@ grep -q '^ExecStart=/usr/sbin/timed ' "$DEB_STAGE/timed.service" || {
 	exit 1
 }
 
+sed 's#/usr/local/bin/timedc#/usr/bin/timedc#' systemd/timed-wait.service > "$DEB_STAGE/timed-wait.service"
+grep -q '^ExecStart=/usr/bin/timedc ' "$DEB_STAGE/timed-wait.service" || {
+	echo "stage.sh: timed-wait's ExecStart is not /usr/local/bin/timedc any more: fix the sed" >&2
+	exit 1
+}
+
 "$GO" run ./packaging/gencopyright -contact "$DEB_MAINTAINER" "$BIN/timed" "$BIN/timedc" > "$DEB_STAGE/copyright"
 
 {

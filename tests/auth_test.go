@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/timed-project/timed/tsp"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // writeKeys writes a chrony-format key file readable by its owner only.
@@ -68,13 +69,21 @@ func TestAuthOptionalAdmitsBSD(t *testing.T) {
 		return args
 	})
 	c.awaitOneMaster()
+	c.noAuthDrops()
+}
+
+// noAuthDrops asserts that no node dropped a datagram on auth.
+func (c *cluster) noAuthDrops() {
+	c.t.Helper()
 	st, err := c.statuses()
 	if err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	for n, s := range st {
-		if s.Drops["auth"] > 0 {
-			t.Errorf("%s dropped %d packets on auth: %v", n.name, s.Drops["auth"], s.Drops)
+		for reason, count := range s.Drops {
+			if strings.HasPrefix(reason, udp.AuthDropPrefix) {
+				c.t.Errorf("%s dropped %d datagrams on auth (%s): %v", n.name, count, reason, s.Drops)
+			}
 		}
 	}
 }

@@ -54,10 +54,26 @@ func listenReserved(t *testing.T) *net.UDPConn {
 // threshold) sent to the master is acknowledged, and the master steps its
 // clock and its slaves' with it (BSD's mchgdate and spreadtime); sent to
 // a slave it is forwarded to the master as SETDATEREQ, confirmed with
-// DATEACK, and moves the network again.
+// DATEACK, and moves the network again. So without auth, and with auth
+// optional, where date(1)'s SETDATE is unsigned (from an unsigned peer, as
+// BSD's) while the SETDATEREQ and the DATEACKs between the daemons are
+// signed and must echo their receiver's nonce.
 func TestSetDateMovesTheNetwork(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, make([]time.Duration, 3), func(int) []string { return []string{"-M"} })
+	keys := writeKeys(t)
+	for name, args := range map[string][]string{
+		"auth off":      {"-M"},
+		"auth optional": {"-M", "--auth", "optional", "--auth-keys", keys, "--unsigned-peers", "127.0.0.1/32"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testSetDate(t, args)
+		})
+	}
+}
+
+func testSetDate(t *testing.T, args []string) {
+	c := newCluster(t, make([]time.Duration, 3), func(int) []string { return args })
 	master := c.awaitOneMaster()
 	var slave *node
 	for _, n := range c.nodes {
@@ -103,4 +119,5 @@ func TestSetDateMovesTheNetwork(t *testing.T) {
 	if m := c.awaitOneMaster(); m == nil {
 		t.Fatal("no master after the date changes")
 	}
+	c.noAuthDrops()
 }

@@ -74,6 +74,7 @@ func (d *Daemon) operatorStep(req control.Request) control.Response {
 	d.st.corrected(a, operatorFrom)
 	d.metrics.corrected(a)
 	d.alarmNotify()
+	d.ks.dirty = true
 	res.Correction = *d.st.lastCorrection
 	if sim != nil {
 		after := sim.Offset().Seconds()

@@ -31,12 +31,12 @@ func (d *Daemon) authParts(c config.Auth) (*auth.Signer, *auth.Verifier, error) 
 		}
 	}
 	acfg := auth.Config{Mode: c.Mode, Keys: keys, SignKey: c.SignKey, UnsignedPeers: c.UnsignedPeers,
-		Window: c.Window, StateDir: c.StateDir}
+		Window: c.Window, StateDir: c.StateDir, Clock: d.clock.Now}
 	s, err := auth.NewSigner(acfg, time.Now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", err)
 	}
-	v, err := auth.NewVerifier(acfg)
+	v, err := auth.NewVerifier(acfg, s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", errors.Join(err, s.Close()))
 	}

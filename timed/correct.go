@@ -30,6 +30,7 @@ func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) (
 
 func (d *Daemon) applied(a clocksync.Applied, err error, from string) {
 	defer d.alarmNotify()
+	d.ks.dirty = true
 	fields := logrus.Fields{"by": a.By, "action": a.Action.String(), "from": from}
 	if a.FreqChanged {
 		fields["frequency_ppm"] = a.FrequencyPPM

@@ -66,6 +66,7 @@ type Daemon struct {
 	driftEvery time.Duration
 
 	st        status                    // what `timedc status` shows; owned by the loop
+	ks        kernelSync                // the kernel's sync state (kernelsync.go); owned by the loop
 	syncPub   atomic.Pointer[syncFacts] // the loop's sync facts, for the metrics server (sync.go)
 	ring      *live.Runner              // live ring elections (ring.go); owned by the loop
 	quit      context.CancelFunc        // ends Run (control socket's quit)
@@ -148,6 +149,7 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		RecoveryInterval: cfg.Election.SyncInterval * 3 / 4,
 		// Stepped, not slewed, until synchronised (makestep-*).
 		MakeStep: clocksync.MakeStep{Threshold: cfg.Sync.MakeStepThreshold, Count: cfg.Sync.MakeStepCount}}
+	d.ks = kernelSync{k: kernelSyncerOf(d.clock, cfg.Sync.KernelSyncStatus), dirty: true}
 	if cfg.Sync.FrequencyDiscipline {
 		// A baseline of most of a round: corrections closer together (a
 		// retransmitted ADJTIME, a forced round) say little about the rate.
@@ -336,9 +338,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		"clock": d.cfg.Clock, "master": d.cfg.MayBeMaster}).Info("timed starting")
 	d.carryOut(d.host.Start(d.now()), time.Time{})
 	d.flushLogs()
+	d.tellKernel()
 	d.publishSync()
 	notifyReady(d)
 	d.saveDriftEvery(d.driftEvery)
+	d.tellKernelEvery(kernelSyncEvery(d.cfg.Election.SyncInterval))
 	watchdog := newWatchdog()
 	defer watchdog.Stop()
 	packets := d.tr.Packets()
@@ -366,6 +370,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-watchdog.C():
 			notifyWatchdog(d)
 		}
+		d.tellKernel()
 		d.publishSync()
 	}
 }
@@ -376,5 +381,6 @@ func (d *Daemon) shutdown() {
 	d.cancelRound()
 	d.rounds.Wait()
 	d.saveDrift()
+	d.kernelUnsynced()
 	d.log.Info("timed stopped")
 }

@@ -93,7 +93,9 @@
 // of live ring elections (timedc ring elect); status.go, control.go,
 // metrics.go and notify.go are what the daemon tells timedc, Prometheus
 // and systemd; sync.go judges whether the host is synchronised,
-// estimates its offset from network time and lists its sources; drift.go
+// estimates its offset from network time and lists its sources;
+// kernelsync.go tells the kernel that judgement (STA_UNSYNC, maxerror)
+// with the system clock; drift.go
 // keeps the frequency estimate across restarts (--drift-file); admin.go
 // decides who may send admin packets; reload.go is SIGHUP; trust.go
 // resolves the -F list; logging.go builds the logger.

@@ -63,6 +63,7 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.stateChanged(a)
 	case election.SlaveList:
 		rt.st.setSlaves(a.Slaves)
+		d.ks.dirty = true // a master's judgement counts its slaves
 	case election.SyncRound:
 		rt.startSyncRound(a)
 	case election.AdjustClock:
@@ -198,6 +199,7 @@ func (rt *netRuntime) stateChanged(a election.StateChange) {
 		fields["master"] = m.Name
 	}
 	rt.log.WithFields(fields).Info("state change")
+	d.ks.dirty = true
 	d.metrics.setState(rt.label, a.To.String())
 	notifyStatus(d)
 }
@@ -213,6 +215,7 @@ func (rt *netRuntime) ignored(a election.Ignored) {
 		msg, state = "network ignored", stateIgnore
 	}
 	d.metrics.setState(rt.label, state)
+	d.ks.dirty = true
 	notifyStatus(d)
 	if e := d.netLog.Entry(limit.Key{Msg: msg + " " + rt.label}, time.Now()); e != nil {
 		e.WithFields(logrus.Fields{"network": rt.network.String(), "reason": a.Reason}).Info(msg)

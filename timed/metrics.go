@@ -181,6 +181,9 @@ var (
 		"The local clock minus network time, estimated now from the last round (master) or correction (slave); absent while nothing is known.", nil, nil)
 	estErrorDesc = prometheus.NewDesc("timed_estimated_error_bound_seconds",
 		"Bound of timed_estimated_offset_seconds's error, where this host knows it (a master); absent elsewhere.", nil, nil)
+	kernelDesc = prometheus.NewDesc("timed_kernel_synchronised",
+		"1 while the kernel was last told the clock is synchronised (STA_UNSYNC cleared), 0 when told it is not; "+
+			"absent where the daemon leaves the kernel's state alone (not --clock system, or kernel-sync-status false).", nil, nil)
 )
 
 func (c syncCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -188,6 +191,7 @@ func (c syncCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- corrAgeDesc
 	ch <- estOffsetDesc
 	ch <- estErrorDesc
+	ch <- kernelDesc
 }
 
 func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
@@ -201,6 +205,13 @@ func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
 		synced = 1
 	}
 	ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced)
+	if f.kernelTold != nil {
+		told := 0.0
+		if *f.kernelTold {
+			told = 1
+		}
+		ch <- prometheus.MustNewConstMetric(kernelDesc, prometheus.GaugeValue, told)
+	}
 	for _, g := range []struct {
 		desc *prometheus.Desc
 		v    *float64
@@ -217,7 +228,7 @@ type transportCollector struct{ tr *udp.Transport }
 
 var (
 	packetsDesc = prometheus.NewDesc("timed_packets_total", "TSP packets by type and direction.", []string{"type", "direction"}, nil)
-	dropsDesc   = prometheus.NewDesc("timed_dropped_packets_total", "Datagrams dropped on receipt, by reason.", []string{"reason"}, nil)
+	dropsDesc   = prometheus.NewDesc("timed_dropped_packets_total", "Datagrams the transport dropped on receipt, by reason; each is counted under one reason only, so the reasons add up. \"own echo\": our own datagrams come back (by name, or with auth by sender identity), not an attack. \"auth <reason>\": refused by authentication (auth replayed counter, auth no echo of our nonce, auth bad MAC, ...).", []string{"reason"}, nil)
 )
 
 func (c transportCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -242,8 +253,8 @@ func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, n := range s.SentExt {
 		emit(k.String(), "tx", n)
 	}
-	for r, n := range s.Dropped {
-		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(n), r.String())
+	for r, n := range s.DropCounts() {
+		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(n), r)
 	}
 	if s.KernelDrops > 0 { // by the kernel, before the transport read them
 		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(s.KernelDrops), kernelDropReason)

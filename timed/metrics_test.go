@@ -63,6 +63,20 @@ func TestSyncMetrics(t *testing.T) {
 	if got := gather(t, c); got["timed_synchronised"] != 1 || got["timed_estimated_error_bound_seconds"] < 0.001 {
 		t.Errorf("a master after a round: %v", got)
 	}
+	if _, ok := gather(t, c)["timed_kernel_synchronised"]; ok {
+		t.Error("the kernel's state exported where it is left alone")
+	}
+	// What the kernel was last told, where it is told.
+	for _, told := range []bool{true, false} {
+		master.kernelTold = &told
+		want := 0.0
+		if told {
+			want = 1
+		}
+		if got := gather(t, c); got["timed_kernel_synchronised"] != want {
+			t.Errorf("kernel told %v: %v", told, got)
+		}
+	}
 
 	// In alarm: 0, whatever else holds.
 	d, src, _, _ := alarmDaemon(t, 5000*time.Second)

@@ -2,6 +2,7 @@ package timed
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 	"time"
@@ -213,6 +214,7 @@ func (d *Daemon) snapshot() *control.Status {
 		st.OffsetSecs = sim.Offset().Seconds()
 	}
 	st.Sync = d.syncFacts().view(time.Now(), d.applier.Alarm())
+	st.KernelSync = d.ks.view(time.Now())
 	for _, rt := range d.runtimes {
 		st.Networks = append(st.Networks, rt.networkStatus())
 	}
@@ -221,12 +223,7 @@ func (d *Daemon) snapshot() *control.Status {
 	countPackets(st.Packets, ts.Sent, false)
 	countPackets(st.Packets, ts.ReceivedExt, true)
 	countPackets(st.Packets, ts.SentExt, false)
-	for r, n := range ts.Dropped {
-		st.Drops[r.String()] = n
-	}
-	for r, n := range ts.Auth {
-		st.Drops["auth "+r.String()] = n
-	}
+	maps.Copy(st.Drops, ts.DropCounts())
 	if ts.KernelDrops > 0 {
 		st.Drops[kernelDropReason] = ts.KernelDrops
 	}

@@ -161,6 +161,9 @@ type syncFacts struct {
 	estim    int
 	change   float64
 	changed  time.Time
+	// kernelTold: whether the kernel was last told synchronised
+	// (kernelsync.go); nil where it is left alone or not told yet.
+	kernelTold *bool
 }
 
 // netFacts is one served network's part.
@@ -179,6 +182,10 @@ func (d *Daemon) syncFacts() *syncFacts {
 		applied: s.correctedAt, freq: s.frequencyPPM, change: s.freqChange, changed: s.freqChangedAt}
 	if s.lastCorrection != nil {
 		f.from = s.lastCorrection.From
+	}
+	if d.ks.k != nil && d.ks.last != nil {
+		told := d.ks.last.Synchronised
+		f.kernelTold = &told
 	}
 	if s.basis != nil {
 		b := *s.basis

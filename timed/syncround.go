@@ -141,6 +141,7 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 		own, err = d.applyAdjust(s.result.Own, d.hostname)
 	}
 	d.st.basis = d.roundBasis(rt.st.round, own, err == nil && own.Action != clocksync.Refused)
+	d.ks.dirty = true
 }
 
 // roundHosts is the round's slaves in measureOrder, and each one's host

@@ -30,14 +30,16 @@
 // trailer after the packet. BSD's receiver reads 268 bytes and never sees
 // it, and Unmarshal ignores bytes past 268 in the same way, so a signed
 // packet is still a valid TSP packet. The trailer, all integers
-// big-endian, 36 + L bytes:
+// big-endian, 52 + L bytes:
 //
-//	0..3 magic "TSPA" | 4 trailer version 1 | 5 MAC length L (20, 32, 48, 64)
+//	0..3 magic "TSPA" | 4 trailer version 2 | 5 MAC length L (20, 32, 48, 64)
 //	6..7 reserved, zero | 8..11 key ID | 12..19 sender identity
 //	20..27 counter, increasing per sender | 28..35 sender's time, Unix ns
-//	36.. HMAC(key, packet ‖ trailer bytes 0..35), L bytes
+//	36..43 sender's nonce of this run | 44..51 echo of the receiver's nonce
+//	52.. HMAC(key, packet ‖ trailer bytes 0..51), L bytes
 //
 // An extension packet's trailer follows its payload (the packet ends where
-// its header says). tsp/auth's package doc has the details and the replay
-// rules.
+// its header says). tsp/auth's package doc has the details, the replay
+// rules and why ADJTIME, SETTIME and the date packets must echo the
+// receiver's nonce.
 package tsp

@@ -21,7 +21,7 @@ import (
 func (o *options) call(ctx context.Context, req control.Request) (*control.Response, error) {
 	resp, err := control.Call(ctx, o.controlSocket, req)
 	if err != nil && errors.Is(err, fs.ErrPermission) {
-		return nil, fmt.Errorf("connect to timed at %s: permission denied: %s", o.controlSocket, permissionHint(o.controlSocket))
+		return nil, fmt.Errorf("connect to timed at %s: %w: %s", o.controlSocket, fs.ErrPermission, permissionHint(o.controlSocket))
 	}
 	return resp, err
 }

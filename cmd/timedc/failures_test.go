@@ -152,6 +152,7 @@ func TestOneJSONShape(t *testing.T) {
 		{[]string{"--control-socket", sock, "sources"}, []string{"localhost"}, false, []string{"sources", "hostname", "control_socket"}},
 		{[]string{"--control-socket", filepath.Join(t.TempDir(), "none.sock"), "sources"}, []string{"localhost"}, true, nil},
 		{[]string{"--control-socket", filepath.Join(t.TempDir(), "none.sock"), "status"}, []string{"localhost"}, true, nil},
+		{[]string{"--control-socket", sock, "waitsync"}, []string{"localhost"}, true, []string{"synchronised", "reason", "control_socket"}},
 	}
 	if os.Geteuid() == 0 {
 		cmds = append(cmds,

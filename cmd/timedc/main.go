@@ -1,7 +1,7 @@
 // Command timedc is the admin tool of timed. Its BSD commands (msite,
 // trace, election, clockdiff) speak TSP over UDP exactly as BSD's timedc
-// does, so they work against BSD daemons too; `status` and `step` speak to
-// the local daemon's control socket, as does `sources`. Without arguments
+// does, so they work against BSD daemons too; `status`, `sources`, `step`
+// and `waitsync` speak to the local daemon's control socket. Without arguments
 // it prompts, like BSD's.
 package main
 
@@ -53,7 +53,7 @@ func main() {
 	root.SetArgs(negativesAsArguments(os.Args[1:]))
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(safeWriter{os.Stderr}, "timedc:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -78,12 +78,12 @@ func newRoot(opts *options) *cobra.Command {
 	// flags given on the command line.
 	root.PersistentFlags().BoolVar(&opts.json, "json", opts.json, "print results as JSON")
 	root.PersistentFlags().IntVar(&opts.port, "port", opts.port, "UDP port of the daemons (a host may also be given as host:port)")
-	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", opts.timeout, "how long to wait for answers (default: BSD's, per command)")
-	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, sources, step)")
+	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", opts.timeout, "how long to wait for answers (default: BSD's, per command; waitsync: for synchronisation, 0 for ever)")
+	root.PersistentFlags().StringVar(&opts.controlSocket, "control-socket", opts.controlSocket, "the local daemon's control socket (status, sources, step, waitsync)")
 	root.PersistentFlags().StringVar(&opts.authKeys, "auth-keys", opts.authKeys, "key file to sign with, for daemons with --auth (default: TIMED_AUTH_KEYS, or the daemon's configuration)")
 	root.PersistentFlags().Uint32Var(&opts.authSignKey, "auth-sign-key", opts.authSignKey, "ID of the key to sign with (default: the lowest)")
 	root.SetOut(opts.out)
-	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), sourcesCmd(opts), stepCmd(opts), clockdiffCmd(opts), ringCmd(opts),
+	root.AddCommand(msiteCmd(opts), traceCmd(opts), electionCmd(opts), statusCmd(opts), sourcesCmd(opts), stepCmd(opts), waitsyncCmd(opts), clockdiffCmd(opts), ringCmd(opts),
 		&cobra.Command{Use: "quit", Short: "exit timedc", Aliases: []string{"exit"}, RunE: func(*cobra.Command, []string) error { return errQuit }})
 	return root
 }

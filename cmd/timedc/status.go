@@ -143,6 +143,9 @@ func statusText(s *control.Status) string {
 	} else {
 		row("clock", "%s", s.Clock)
 	}
+	if k := s.KernelSync; k != nil {
+		row("kernel", "%s", kernelLine(k))
+	}
 	elections := fmt.Sprintf("%d seen", s.Elections)
 	if s.LastElection > 0 {
 		elections += fmt.Sprintf(", last took %s", secs(s.LastElection))
@@ -207,6 +210,23 @@ func frequencyLine(y *control.Sync) string {
 	}
 	if y.FrequencyEstimates > 0 {
 		line += fmt.Sprintf(" (%d estimates)", y.FrequencyEstimates)
+	}
+	return line
+}
+
+// kernelLine is the sync state the daemon last told the kernel.
+func kernelLine(k *control.KernelSync) string {
+	var line string
+	switch {
+	case k.At.IsZero():
+		line = "not told yet"
+	case k.Synchronised:
+		line = fmt.Sprintf("told synchronised %s ago (STA_UNSYNC clear), maxerror %s, esterror %s", secs(k.AgeSecs), magnitude(k.MaxErrorSecs), magnitude(k.EstErrorSecs))
+	default:
+		line = fmt.Sprintf("told unsynchronised %s ago (STA_UNSYNC set)", secs(k.AgeSecs))
+	}
+	if k.Error != "" {
+		line += "; the last telling failed: " + k.Error
 	}
 	return line
 }

@@ -94,6 +94,15 @@ func TestStatusLeadsWithSync(t *testing.T) {
 			t.Errorf("master's status lacks %q:\n%s", want, text)
 		}
 	}
+	// The kernel's state, where the daemon tells it.
+	master.KernelSync = &control.KernelSync{Synchronised: true, MaxErrorSecs: 0.000153, EstErrorSecs: 0.00015, AgeSecs: 0.4, At: time.Now()}
+	if text := statusText(&master); !strings.Contains(text, "kernel:          told synchronised 400ms ago (STA_UNSYNC clear), maxerror 0.153 ms, esterror 0.150 ms\n") {
+		t.Errorf("master's status lacks the kernel's state:\n%s", text)
+	}
+	master.KernelSync = &control.KernelSync{AgeSecs: 2, At: time.Now(), Error: "system clock: set kernel sync state unsynchronised: EPERM"}
+	if text := statusText(&master); !strings.Contains(text, "kernel:          told unsynchronised 2s ago (STA_UNSYNC set); the last telling failed: system clock") {
+		t.Errorf("master's status lacks the kernel's state:\n%s", text)
+	}
 	// JSON: the new fields beside the old ones.
 	out, err = run(t, "--control-socket", sock, "--json", "status")
 	if err != nil {

@@ -106,6 +106,10 @@ type Status struct {
 	// Alarm is set while corrections beyond max-step are asked of this
 	// host's clock (omitted otherwise): see Alarm.
 	Alarm *Alarm `json:"alarm,omitempty"`
+	// KernelSync is the sync state the daemon last told the kernel
+	// (--clock system with kernel-sync-status); omitted where it leaves
+	// the kernel alone.
+	KernelSync *KernelSync `json:"kernel_sync,omitempty"`
 	// LastCorrection is the last correction this host applied to its clock.
 	LastCorrection *Correction        `json:"last_correction,omitempty"`
 	FrequencyPPM   float64            `json:"frequency_ppm"`
@@ -144,6 +148,22 @@ type Network struct {
 	// Slavenet: the one network the daemon is a slave on, whose master's
 	// corrections its clock takes.
 	Slavenet bool `json:"slavenet,omitempty"`
+}
+
+// KernelSync is what the daemon last wrote to the kernel's sync state
+// (adjtimex: STA_UNSYNC, maxerror, esterror), and when.
+type KernelSync struct {
+	// Synchronised: STA_UNSYNC cleared; false: set.
+	Synchronised bool `json:"synchronised"`
+	// MaxErrorSecs and EstErrorSecs are maxerror and esterror as written
+	// (the kernel adds 500 µs a second to maxerror from then on).
+	MaxErrorSecs float64   `json:"maxerror_seconds"`
+	EstErrorSecs float64   `json:"esterror_seconds"`
+	At           time.Time `json:"at"`
+	AgeSecs      float64   `json:"age_seconds"`
+	// Error is why the last write failed; the state above is the last
+	// one written.
+	Error string `json:"error,omitempty"`
 }
 
 // Sync states (Sync.State). README, "Is it synchronised?", defines them.

@@ -47,6 +47,12 @@ type Config struct {
 	SaveInterval time.Duration
 	// MaxSenders caps the replay table: 0 means DefaultMaxSenders.
 	MaxSenders int
+	// Clock is the wall clock of the trailers' timestamps and of the
+	// first-contact window: the daemon's disciplined clock, so that the
+	// window compares the clocks the daemons keep. nil: the times given
+	// to Sign and Check. The counter never follows it (see the package
+	// doc): it advances with the monotonic reading of Sign's time.
+	Clock func() time.Time
 }
 
 // ErrConfig is wrapped by the errors of NewSigner and NewVerifier about

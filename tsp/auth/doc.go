@@ -24,22 +24,29 @@
 //
 //	offset size field
 //	     0    4 magic "TSPA" (54 53 50 41)
-//	     4    1 trailer version, 1
+//	     4    1 trailer version, 2
 //	     5    1 MAC length L in bytes: 20 (SHA1), 32 (SHA256), 48 (SHA384), 64 (SHA512)
 //	     6    2 reserved, sent as zero; a trailer with either byte set is malformed
 //	     8    4 key ID (uint32), a line of the key file
 //	    12    8 sender identity (uint64), random, kept in the sender's state
 //	    20    8 counter (uint64), strictly increasing per sender identity
 //	    28    8 timestamp (int64), the sender's wall clock, Unix nanoseconds
-//	    36    L MAC = HMAC-hash(key, packet ‖ trailer bytes 0…35)
+//	    36    8 nonce (uint64), the sender's, random, new each run, never saved
+//	    44    8 echo (uint64), the receiver's nonce as the sender last heard it; 0: none
+//	    52    L MAC = HMAC-hash(key, packet ‖ trailer bytes 0…51)
 //
-// A trailer is 36 + L bytes: 56, 68, 84 or 100 (MaxTrailerSize); the
+// A trailer is 52 + L bytes: 72, 84, 100 or 116 (MaxTrailerSize); the
 // datagram must end exactly after the MAC. A signed TSP packet is at most
-// 368 bytes. The largest extension datagram (1472 bytes, one Ethernet
-// frame) becomes 1572 with a SHA512 trailer, so it may be fragmented;
+// 384 bytes. The largest extension datagram (1472 bytes, one Ethernet
+// frame) becomes 1588 with a SHA512 trailer, so it may be fragmented;
 // the transport's 2048-byte read buffer holds it. The MAC covers
 // everything before it, magic and version included; the full hash output
 // is sent, never truncated, and compared in constant time.
+//
+// Version 1 (36 bytes before the MAC: no nonce, no echo) is no longer
+// accepted, nor does a version-1 host accept version 2: every host that
+// signs is upgraded at once (BSD hosts, which read 268 bytes, are not
+// concerned).
 //
 // # Modes and what they protect
 //
@@ -66,11 +73,14 @@
 // trusted; any host with the file can forge any sender, claim any sender
 // identity and so block a sender by running its counter ahead); delay
 // attacks (a datagram held back and delivered late, once, is accepted if
-// nothing newer from its sender came first — TSP's own timeouts and
+// nothing newer from its sender came first, and, if it moves a clock, if
+// the receiver has not restarted since — TSP's own timeouts and
 // round-trip measurements are what bound their effect); dropping or
-// reordering; the first contact limits under "Replay protection" below;
-// and the source address, which no mode authenticates (the trailer
-// authenticates the bytes and the sender identity, not the address).
+// reordering; the first contact limits under "Replay protection" below,
+// for datagrams that move no clock; and the source address, which no mode
+// authenticates (the trailer authenticates the bytes and the sender
+// identity, not the address). Unsigned datagrams from UnsignedPeers
+// (Optional) carry no trailer, so none of this applies to them.
 //
 // # Keys
 //
@@ -81,6 +91,44 @@
 // packet: add the new key to every host's file (they then accept both),
 // switch SignKey to it on every host, then remove the old key. Do not
 // reuse the keys of chrony's NTP authentication.
+//
+// # Freshness of what moves a clock
+//
+// ADJTIME, SETTIME, SETDATE, SETDATEREQ and DATEACK (MovesClock) are
+// accepted only if their trailer's echo is the receiver's nonce of this
+// run (ErrNoEcho otherwise), whoever sends them and whatever the receiver
+// knows of the sender. The nonce is 64 random bits drawn by the Signer
+// when the daemon starts, never saved, and drawn again when the replay
+// table evicts a sender; every trailer the daemon sends carries it. The
+// Verifier paired with that Signer (NewVerifier's self) tells it, for
+// each datagram it accepts, the sender's nonce, and SignTo echoes the
+// nonce last heard from the address it sends to (Sign, for broadcasts and
+// tools, echoes none). A master measures a slave (its probe replies carry
+// the slave's nonce) or hears its SLAVEUP before every correction it
+// sends it, so its corrections echo the nonce of the slave's current run;
+// a slave that asks its master for a date change has heard the master.
+//
+// Why it holds, with no state on either side. The echo is under the MAC,
+// so only a key holder can write one. A datagram made before the receiver
+// drew its nonce cannot carry it (bar a 2⁻⁶⁴ guess): its sender had not
+// seen it. So a datagram that moves a clock and is accepted was made in
+// the receiver's current run, since its last renewal; within that span the
+// receiver's table has held its sender's entry (an eviction renews the
+// nonce), whose counter drops the datagram if it was accepted before. A
+// capture replayed after the receiver restarts, crashes, is reinstalled
+// or has its state directory wiped (and whatever the sender's state) is
+// refused; so is a capture replayed while the receiver runs, by the
+// counter. The argument uses no clock and no state file: the window and
+// the saved ceilings are what protect the datagrams that move no clock
+// (elections), for which the echo cannot be asked (broadcasts).
+//
+// What it costs: a correction from a master that has not heard the slave
+// since the slave started is dropped (ErrNoEcho): the slave's SLAVEUP and
+// probe replies teach the master within the round. A daemon's own
+// datagrams that come back (broadcasts looped to it) are recognised by
+// their sender identity, after the MAC, and reported as Own, which the
+// transport counts as its own echoes: before, after a crash, they read as
+// replays of its own saved ceiling.
 //
 // # Replay protection
 //
@@ -115,12 +163,15 @@
 // being accepted (TestClockSteps).
 //
 // First contact, when the receiver has no entry for the sender identity,
-// is the one place the counter cannot tell a replay, and the timestamp
+// is the one place the counter cannot tell a replay. For what moves a
+// clock the echo of the nonce does (above); for the rest the timestamp
 // must: it has to be within Window of the receiver's clock, either way
-// (ErrWindow; default one hour, NoWindow turns it off). So a recorded
-// datagram can be replayed to a receiver that does not know its sender
+// (ErrWindow; default one hour, NoWindow turns it off; Config.Clock is
+// the clock read). So a recorded datagram that moves no clock (an
+// election's) can be replayed to a receiver that does not know its sender
 // while its timestamp is within the window (and the datagrams recorded
-// after it, in order, until the sender's own arrive). The receiver does
+// after it, in order, until the sender's own arrive); an entry so made
+// does not stand for the echo of a correction. The receiver does
 // not know a sender: before it first hears it; after it evicted it; after
 // a restart without state, or a crash before the entry was first saved.
 // The price of the window: a host whose clock is more than Window from a
@@ -168,12 +219,17 @@
 // # Wiring into the transport
 //
 // Start: keys, err := LoadKeys(path); s, err := NewSigner(cfg, time.Now());
-// v, err := NewVerifier(cfg). Send: datagram, err := s.Sign(packet,
-// time.Now()) on every marshalled packet, sent as is. Receive:
+// v, err := NewVerifier(cfg, s). Send: datagram, err := s.SignTo(packet,
+// to, time.Now()) on every marshalled packet, for the address it goes to,
+// sent as is. Receive:
 //
 //	packet, res, err := v.Check(from, datagram, at)
-//	if res == auth.Bad {
+//	switch res {
+//	case auth.Bad:
 //		dropped[auth.ReasonOf(err)]++ // err says why, without key material
+//		continue
+//	case auth.Own:
+//		ownEchoes++ // our own datagram came back
 //		continue
 //	}
 //	// decode packet (not datagram) with tsp.Unmarshal or tsp.UnmarshalExt

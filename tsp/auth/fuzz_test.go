@@ -3,28 +3,53 @@ package auth
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// fuzzSeeds are datagrams signed by a sender of fixed identity (so that
-// seeds are the same bytes on every run), with both keys of fuzzKeys.
+// fuzzSeeds are datagrams signed by a sender of fixed identity and nonce
+// (so that seeds are the same bytes on every run), with both keys of
+// fuzzKeys: a correction echoing the nonce of the receiver fuzzReceiver
+// makes, one echoing none, an extension packet; and one of the
+// receiver's own.
 func fuzzSeeds(f *testing.F) (*Keyring, [][]byte) {
-	dir := f.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, SenderStateFile), []byte(senderHeader+"\nsender 0123456789abcdef\nreserved 99\n"), 0o600); err != nil {
-		f.Fatal(err)
-	}
 	kr := keyring(f, testKey(f, 1, SHA1), testKey(f, 2, SHA512))
 	var seeds [][]byte
 	for _, id := range []uint32{1, 2} {
-		s := newSigner(f, Config{Mode: Required, Keys: kr, SignKey: id, StateDir: dir}, t0)
+		s := fixedSigner(f, Config{Mode: Required, Keys: kr, SignKey: id}, 0x0123456789abcdef, 0x1111)
+		s.echoes.heard(fuzzDst, fuzzNonce)
 		seeds = append(seeds,
-			sign(f, s, tspPacket(1, 9, "tsa"), t0),
+			signTo(f, s, tspPacket(adjTime, 9, "tsa"), fuzzDst, t0),
+			sign(f, s, tspPacket(adjTime, 10, "tsa"), t0),
 			sign(f, s, extPacket(0x81, "tsb", []byte("reply")), t0))
 	}
+	seeds = append(seeds, sign(f, fuzzReceiver(f, kr), tspPacket(slaveUp, 1, "rx"), t0))
 	return kr, seeds
+}
+
+// fuzzDst and fuzzNonce are the receiver's address and nonce.
+var fuzzDst = netip.MustParseAddrPort("192.0.2.99:525")
+
+const fuzzNonce = 0x2222
+
+// fixedSigner is a signer of the given identity and nonce.
+func fixedSigner(f *testing.F, cfg Config, sender, nonce uint64) *Signer {
+	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SenderStateFile), fmt.Appendf(nil, "%s\nsender %016x\nreserved 99\n", senderHeader, sender), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	cfg.StateDir = dir
+	s := newSigner(f, cfg, t0)
+	s.nonce.Store(nonce)
+	return s
+}
+
+// fuzzReceiver is the signer the fuzzed verifiers are paired with.
+func fuzzReceiver(f *testing.F, kr *Keyring) *Signer {
+	return fixedSigner(f, Config{Mode: Required, Keys: kr}, 0xfedcba9876543210, fuzzNonce)
 }
 
 func addSeeds(f *testing.F, seeds [][]byte) {
@@ -71,8 +96,9 @@ func FuzzSplit(f *testing.F) {
 	})
 }
 
-// FuzzVerify: Check never panics, and never calls valid anything but the
-// datagrams signed for the seeds: anything else would be a forgery. In
+// FuzzVerify: Check never panics, and never calls valid (or own) anything
+// but the datagrams signed for the seeds: anything else would be a
+// forgery; nor valid one that moves a clock without the receiver's nonce. In
 // optional mode, from a listed peer, the unsigned pass, whole.
 func FuzzVerify(f *testing.F) {
 	kr, seeds := fuzzSeeds(f)
@@ -81,11 +107,15 @@ func FuzzVerify(f *testing.F) {
 	for _, d := range seeds {
 		signed[string(d)] = true
 	}
+	rx := fuzzReceiver(f, kr)
 	src := netip.MustParseAddrPort("198.51.100.7:525")
 	peers := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}
 	f.Fuzz(func(t *testing.T, d []byte) {
 		for _, mode := range []Mode{Off, Optional, Required} {
-			v := newVerifier(t, Config{Mode: mode, Keys: kr, UnsignedPeers: peers})
+			v, err := NewVerifier(Config{Mode: mode, Keys: kr, UnsignedPeers: peers}, rx)
+			if err != nil {
+				t.Fatal(err)
+			}
 			p, res, err := v.Check(src, d, t0)
 			switch res {
 			case Bad:
@@ -96,6 +126,10 @@ func FuzzVerify(f *testing.F) {
 				if !signed[string(d)] || mode == Off {
 					t.Fatalf("%v: valid, and not a signed seed: % x", mode, d)
 				}
+				_, tr, _ := Split(d)
+				if h, _, _ := ParseTrailer(tr); MovesClock(p) && h.Echo != fuzzNonce {
+					t.Fatalf("%v: valid, moves a clock, and echoes %016x, not the receiver's nonce", mode, h.Echo)
+				}
 			case Unsigned:
 				if mode != Optional || !bytes.Equal(p, d) {
 					t.Fatalf("%v: unsigned, packet %d of %d bytes", mode, len(p), len(d))
@@ -103,6 +137,10 @@ func FuzzVerify(f *testing.F) {
 			case Unchecked:
 				if mode != Off {
 					t.Fatalf("%v: unchecked", mode)
+				}
+			case Own:
+				if !signed[string(d)] || mode == Off {
+					t.Fatalf("%v: own, and not a signed seed: % x", mode, d)
 				}
 			default:
 				t.Fatalf("result %v", res)

@@ -21,6 +21,11 @@ var (
 	bsd   = netip.MustParseAddrPort("198.51.100.7:525")
 )
 
+// slaveUp is SLAVEUP's type: a packet that moves no clock, for the tests
+// of the replay table (those that move a clock must also echo the
+// receiver's nonce: echo_test.go).
+const slaveUp = 7
+
 // tspPacket is a 268-byte version-1 packet of the given type and name.
 func tspPacket(typ byte, seq uint16, name string) []byte {
 	b := make([]byte, tspPacketSize)
@@ -68,7 +73,7 @@ func newSigner(t testing.TB, cfg Config, now time.Time) *Signer {
 
 func newVerifier(t testing.TB, cfg Config) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(cfg)
+	v, err := NewVerifier(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestReplayAcrossCrash(t *testing.T) {
 	dirB := t.TempDir()
 	s := newSigner(t, stateConfig(t, kr, t.TempDir()), t0)
 	v := newVerifier(t, stateConfig(t, kr, dirB))
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 
 	saved := sign(t, s, p, t0.Add(time.Second))
 	expect(t, v, hostA, saved, t0.Add(time.Second), Valid, ReasonNone)
@@ -69,7 +69,7 @@ func TestCleanRestart(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	s := newSigner(t, stateConfig(t, kr, dirA), t0)
 	v := newVerifier(t, stateConfig(t, kr, dirB))
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	last := sign(t, s, p, t0.Add(time.Second))
 	expect(t, v, hostA, last, t0, Valid, ReasonNone)
 	if err := v.Close(); err != nil {
@@ -111,7 +111,7 @@ func TestSenderCrash(t *testing.T) {
 	dirA := t.TempDir()
 	s := newSigner(t, stateConfig(t, kr, dirA), t0)
 	v := newVerifier(t, stateConfig(t, kr, ""))
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	expect(t, v, hostA, sign(t, s, p, t0), t0, Valid, ReasonNone)
 	if err := s.Save(); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestCeilingNotSaved(t *testing.T) {
 	kr := keyring(t, testKey(t, 1, SHA256))
 	s := newSigner(t, Config{Mode: Required, Keys: kr}, t0)
 	v := newVerifier(t, stateConfig(t, kr, t.TempDir()))
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	drain := func() bool {
 		select {
 		case <-v.SaveWanted():
@@ -201,7 +201,7 @@ func TestEvictedBeforeSave(t *testing.T) {
 	cfg.MaxSenders = 1
 	x, y := newSigner(t, Config{Mode: Required, Keys: kr}, t0), newSigner(t, Config{Mode: Required, Keys: kr}, t0)
 	v := newVerifier(t, cfg)
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	x1 := sign(t, x, p, t0)
 	expect(t, v, hostA, x1, t0, Valid, ReasonNone)
 	if err := v.Save(); err != nil { // the file: x, ceiling x1 + 4 intervals
@@ -233,7 +233,7 @@ func TestNoStateDir(t *testing.T) {
 	kr := keyring(t, testKey(t, 1, SHA256))
 	cfg := Config{Mode: Required, Keys: kr, Window: time.Minute}
 	s := newSigner(t, cfg, t0)
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	d := sign(t, s, p, t0)
 	expect(t, newVerifier(t, cfg), hostA, d, t0, Valid, ReasonNone)
 	v2 := newVerifier(t, cfg) // restarted
@@ -278,7 +278,7 @@ func TestStateFiles(t *testing.T) {
 			cfg := stateConfig(t, kr, dir)
 			var err error
 			if tc.file == ReplayStateFile {
-				_, err = NewVerifier(cfg)
+				_, err = NewVerifier(cfg, nil)
 			} else {
 				_, err = NewSigner(cfg, t0)
 			}
@@ -288,7 +288,7 @@ func TestStateFiles(t *testing.T) {
 		})
 	}
 	missing := stateConfig(t, kr, filepath.Join(t.TempDir(), "absent"))
-	if _, err := NewVerifier(missing); !errors.Is(err, ErrState) {
+	if _, err := NewVerifier(missing, nil); !errors.Is(err, ErrState) {
 		t.Errorf("verifier, state dir absent: %v", err)
 	}
 	if _, err := NewSigner(missing, t0); !errors.Is(err, ErrState) {
@@ -368,7 +368,7 @@ func TestReplayModel(t *testing.T) {
 				sn := senders[rng.IntN(len(senders))]
 				switch op := rng.IntN(100); {
 				case op < 50:
-					d := sign(t, sn.s, tspPacket(1, 1, "m"), now.Add(sn.clock))
+					d := sign(t, sn.s, tspPacket(slaveUp, 1, "m"), now.Add(sn.clock))
 					sent = append(sent, d)
 					check(d)
 				case op < 75 && len(sent) > 0:
@@ -413,7 +413,7 @@ func TestReplayModel(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, sn := range senders {
-					if _, res, _ := v.Check(hostA, sign(t, sn.s, tspPacket(1, 1, "m"), now.Add(sn.clock)), now); res == Valid {
+					if _, res, _ := v.Check(hostA, sign(t, sn.s, tspPacket(slaveUp, 1, "m"), now.Add(sn.clock)), now); res == Valid {
 						heard[sn.s.Sender()] = true
 					}
 				}

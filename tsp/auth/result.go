@@ -20,6 +20,11 @@ const (
 	Unsigned
 	// Unchecked: the mode is Off; nothing was checked.
 	Unchecked
+	// Own: its MAC verified and its sender is our own signer's identity:
+	// our own datagram came back (a broadcast looped to us, or a replay
+	// of one). Not an attack, and nothing to take: the caller drops it as
+	// its own echo.
+	Own
 )
 
 func (r Result) String() string {
@@ -32,6 +37,8 @@ func (r Result) String() string {
 		return "unsigned"
 	case Unchecked:
 		return "unchecked"
+	case Own:
+		return "own"
 	}
 	return fmt.Sprintf("Result(%d)", uint8(r))
 }
@@ -49,6 +56,7 @@ const (
 	ReasonWindow                   // first contact with a sender, timestamp too far from our clock
 	ReasonNotSaved                 // counter past what the saved replay state covers: save, then it passes
 	ReasonClosed                   // the verifier was closed (its state is saved for good)
+	ReasonNoEcho                   // moves a clock without echoing our nonce of this run: not proven fresh
 	NumReasons                     // number of reasons, for arrays of counters
 )
 
@@ -62,10 +70,11 @@ var (
 	ErrWindow     = errors.New("timestamp outside window")
 	ErrNotSaved   = errors.New("counter beyond saved replay state")
 	ErrClosed     = errors.New("closed")
+	ErrNoEcho     = errors.New("no echo of our nonce")
 )
 
 var reasonErrs = [NumReasons]error{
-	nil, ErrUnsigned, ErrMalformed, ErrUnknownKey, ErrBadMAC, ErrReplay, ErrWindow, ErrNotSaved, ErrClosed,
+	nil, ErrUnsigned, ErrMalformed, ErrUnknownKey, ErrBadMAC, ErrReplay, ErrWindow, ErrNotSaved, ErrClosed, ErrNoEcho,
 }
 
 func (r Reason) String() string {

@@ -4,10 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +28,52 @@ type Signer struct {
 	saved   uint64    // reservation on disk: no counter above it was used before this run
 	closed  bool
 	wanted  chan struct{}
+	clock   func() time.Time // nil: the timestamp is Sign's time
+
+	// nonce is this run's nonce, which every trailer carries: random,
+	// never saved, drawn again by renew. The Verifier made with this
+	// signer accepts a datagram that moves a clock only if it echoes it.
+	nonce  atomic.Uint64
+	echoes echoes // the nonces of the peers heard, to echo back to them
+}
+
+// echoes is what a Signer echoes to each address: the nonce of the last
+// datagram its Verifier accepted from there. Bounded: past max entries,
+// the address heard least recently is forgotten (its next datagram
+// teaches it again).
+type echoes struct {
+	mu   sync.Mutex
+	max  int
+	seq  uint64
+	from map[netip.AddrPort]echo
+}
+
+type echo struct{ nonce, seen uint64 }
+
+func (e *echoes) heard(from netip.AddrPort, nonce uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.from == nil {
+		e.from = map[netip.AddrPort]echo{}
+	}
+	if _, known := e.from[from]; !known && len(e.from) >= e.max {
+		var oldest netip.AddrPort
+		least := ^uint64(0)
+		for a, x := range e.from {
+			if x.seen < least {
+				oldest, least = a, x.seen
+			}
+		}
+		delete(e.from, oldest)
+	}
+	e.seq++
+	e.from[from] = echo{nonce: nonce, seen: e.seq}
+}
+
+func (e *echoes) of(to netip.AddrPort) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.from[to].nonce
 }
 
 const senderHeader = "timed-auth-sender 1"
@@ -40,9 +88,12 @@ func NewSigner(cfg Config, now time.Time) (*Signer, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Signer{wanted: make(chan struct{}, 1)}
+	s := &Signer{wanted: make(chan struct{}, 1), echoes: echoes{max: cfg.maxSenders()}, clock: cfg.Clock}
 	if cfg.Mode == Off {
 		return s, nil
+	}
+	if err := s.renew(); err != nil {
+		return nil, err
 	}
 	s.key = cfg.signKey()
 	s.reserve = uint64(2 * cfg.saveInterval())
@@ -73,16 +124,38 @@ func NewSigner(cfg Config, now time.Time) (*Signer, error) {
 	return s, nil
 }
 
-func randomSender() (uint64, error) {
+func randomSender() (uint64, error) { return random("sender identity") }
+
+// random is a random uint64 other than 0.
+func random(what string) (uint64, error) {
 	var b [8]byte
 	for {
 		if _, err := rand.Read(b[:]); err != nil {
-			return 0, fmt.Errorf("auth: sender identity: %w", err)
+			return 0, fmt.Errorf("auth: %s: %w", what, err)
 		}
 		if id := binary.BigEndian.Uint64(b[:]); id != 0 {
 			return id, nil
 		}
 	}
+}
+
+// renew draws a new nonce: every datagram echoing the old one is refused
+// from now on where a clock would move.
+func (s *Signer) renew() error {
+	n, err := random("nonce")
+	if err != nil {
+		return err
+	}
+	s.nonce.Store(n)
+	return nil
+}
+
+// Nonce is the nonce this signer's trailers carry now (0 for Off).
+func (s *Signer) Nonce() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.nonce.Load()
 }
 
 func parseSender(path string, lines []string) (id, reserved uint64, err error) {
@@ -131,13 +204,22 @@ func (s *Signer) Sender() uint64 {
 }
 
 // Sign returns the datagram to send: packet followed by its trailer (the
-// trailer is appended to packet, as append does). With Mode Off, or a nil
+// trailer is appended to packet, as append does), echoing no nonce (a
+// broadcast, or a tool that verifies nothing). With Mode Off, or a nil
 // Signer, it returns packet itself. packet must be one whole TSP packet
 // of 268 bytes (version 0 or 1) or one extension packet as
 // tsp.ExtPacket.Marshal makes it: else ErrFraming, since a receiver could
 // not find where the trailer starts. now should be time.Now(): the
-// monotonic reading drives the counter, the wall clock is the timestamp.
+// monotonic reading drives the counter, the wall clock is the timestamp
+// (Config.Clock's reading instead, when set).
 func (s *Signer) Sign(packet []byte, now time.Time) ([]byte, error) {
+	return s.SignTo(packet, netip.AddrPort{}, now)
+}
+
+// SignTo is Sign for a datagram unicast to to: its trailer echoes the
+// nonce of the last datagram the paired Verifier accepted from to, which
+// a receiver wants in every datagram that moves its clock.
+func (s *Signer) SignTo(packet []byte, to netip.AddrPort, now time.Time) ([]byte, error) {
 	if s == nil || s.key == nil {
 		return packet, nil
 	}
@@ -154,7 +236,15 @@ func (s *Signer) Sign(packet []byte, now time.Time) ([]byte, error) {
 		signal(s.wanted)
 	}
 	s.mu.Unlock()
-	t := Trailer{KeyID: s.key.ID, Sender: s.sender, Counter: c, Timestamp: now.UnixNano(), MACLen: s.key.Hash.Size()}
+	stamp := now
+	if s.clock != nil {
+		stamp = s.clock()
+	}
+	t := Trailer{KeyID: s.key.ID, Sender: s.sender, Counter: c, Timestamp: stamp.UnixNano(), MACLen: s.key.Hash.Size(),
+		Nonce: s.nonce.Load()}
+	if to.IsValid() {
+		t.Echo = s.echoes.of(netip.AddrPortFrom(to.Addr().Unmap(), to.Port()))
+	}
 	d := t.appendHeader(packet)
 	return s.key.mac(d, d), nil
 }

@@ -13,16 +13,41 @@ const (
 	tspPacketSize    = 268 // a version 0 or 1 packet as we send it
 	tspVersionExt    = 2   // version byte of the extension framing
 	tspExtHeaderSize = 8   // extension header: lengths at 4..5 (payload) and 6 (name)
+
+	// The TSP types that move a clock: the two corrections, the date
+	// change and its request, and DATEACK, the date path's answer.
+	tspAdjTime    = 1
+	tspSetTime    = 5
+	tspDateAck    = 16
+	tspSetDate    = 22
+	tspSetDateReq = 23
 )
+
+// MovesClock reports whether a packet (as Split returns it) is one of the
+// TSP types that move a clock or answer for a moved one: ADJTIME,
+// SETTIME, SETDATE, SETDATEREQ and DATEACK, in version 0 or 1. Only these
+// must echo the receiver's nonce (see the package doc, "Freshness").
+func MovesClock(packet []byte) bool {
+	if len(packet) < 2 || packet[1] > 1 {
+		return false
+	}
+	switch packet[0] {
+	case tspAdjTime, tspSetTime, tspDateAck, tspSetDate, tspSetDateReq:
+		return true
+	}
+	return false
+}
 
 // Trailer layout (see the package doc).
 const (
 	// Magic opens every trailer: "TSPA".
 	Magic = "TSPA"
-	// TrailerVersion is the layout's version, byte 4.
-	TrailerVersion = 1
+	// TrailerVersion is the layout's version, byte 4. Version 1 (36
+	// bytes before the MAC, without nonce and echo) is no longer read:
+	// its datagrams are malformed here, as this version's are to it.
+	TrailerVersion = 2
 	// TrailerHeaderSize is the fixed part, before the MAC.
-	TrailerHeaderSize = 36
+	TrailerHeaderSize = 52
 	// MaxTrailerSize is the longest trailer, with a SHA512 MAC.
 	MaxTrailerSize = TrailerHeaderSize + 64
 )
@@ -33,17 +58,27 @@ type Trailer struct {
 	Sender    uint64 // the sender's identity, random, kept in its state
 	Counter   uint64 // strictly increasing per Sender
 	Timestamp int64  // the sender's clock at sending, Unix nanoseconds
-	MACLen    int    // 20, 32, 48 or 64: the key's hash size
+	// Nonce is the sender's nonce of this run: random, drawn at start
+	// (and again when its replay table evicts a sender), never saved.
+	Nonce uint64
+	// Echo is the receiver's nonce as the sender last heard it from the
+	// address it sends to; 0 when it has heard none (and in broadcasts).
+	// A datagram that moves a clock is accepted only if Echo is the
+	// receiver's current nonce (see the package doc, "Freshness").
+	Echo   uint64
+	MACLen int // 20, 32, 48 or 64: the key's hash size
 }
 
-// appendHeader appends the 36-byte header of t.
+// appendHeader appends the TrailerHeaderSize-byte header of t.
 func (t *Trailer) appendHeader(b []byte) []byte {
 	b = append(b, Magic...)
 	b = append(b, TrailerVersion, byte(t.MACLen), 0, 0)
 	b = binary.BigEndian.AppendUint32(b, t.KeyID)
 	b = binary.BigEndian.AppendUint64(b, t.Sender)
 	b = binary.BigEndian.AppendUint64(b, t.Counter)
-	return binary.BigEndian.AppendUint64(b, uint64(t.Timestamp))
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Timestamp))
+	b = binary.BigEndian.AppendUint64(b, t.Nonce)
+	return binary.BigEndian.AppendUint64(b, t.Echo)
 }
 
 // ParseTrailer decodes a trailer (as Split returns it). The error is a
@@ -56,7 +91,7 @@ func ParseTrailer(tr []byte) (Trailer, []byte, error) {
 		return Trailer{}, nil, drop(ReasonMalformed, "%d bytes after the packet without the trailer's magic %q", len(tr), Magic)
 	}
 	if tr[4] != TrailerVersion {
-		return Trailer{}, nil, drop(ReasonMalformed, "trailer version %d, accept %d", tr[4], TrailerVersion)
+		return Trailer{}, nil, drop(ReasonMalformed, "trailer version %d, accept %d: the sender runs another version of timed (upgrade every host that signs)", tr[4], TrailerVersion)
 	}
 	t := Trailer{
 		MACLen:    int(tr[5]),
@@ -64,6 +99,8 @@ func ParseTrailer(tr []byte) (Trailer, []byte, error) {
 		Sender:    binary.BigEndian.Uint64(tr[12:20]),
 		Counter:   binary.BigEndian.Uint64(tr[20:28]),
 		Timestamp: int64(binary.BigEndian.Uint64(tr[28:36])),
+		Nonce:     binary.BigEndian.Uint64(tr[36:44]),
+		Echo:      binary.BigEndian.Uint64(tr[44:52]),
 	}
 	if _, ok := hashBySize(t.MACLen); !ok {
 		return Trailer{}, nil, drop(ReasonMalformed, "MAC length %d, accept 20, 32, 48 or 64", t.MACLen)

@@ -9,14 +9,17 @@ import (
 )
 
 func TestTrailerLayout(t *testing.T) {
-	tr := Trailer{KeyID: 0x01020304, Sender: 0x1112131415161718, Counter: 0x2122232425262728, Timestamp: -2, MACLen: 32}
+	tr := Trailer{KeyID: 0x01020304, Sender: 0x1112131415161718, Counter: 0x2122232425262728, Timestamp: -2,
+		Nonce: 0x3132333435363738, Echo: 0x4142434445464748, MACLen: 32}
 	h := tr.appendHeader(nil)
 	want := []byte{
-		'T', 'S', 'P', 'A', 1, 32, 0, 0, // magic, version, MAC length, reserved
+		'T', 'S', 'P', 'A', 2, 32, 0, 0, // magic, version, MAC length, reserved
 		1, 2, 3, 4, // key ID
 		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, // sender
 		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, // counter
 		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, // timestamp
+		0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, // nonce
+		0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, // echo
 	}
 	if !bytes.Equal(h, want) || len(h) != TrailerHeaderSize {
 		t.Fatalf("header\n got % x\nwant % x", h, want)
@@ -48,18 +51,19 @@ func TestSplit(t *testing.T) {
 		{"v1 packet", v1, 268, 0},
 		{"v0 packet", append([]byte{1, 0}, v1[2:]...), 268, 0},
 		{"4.3BSD 44-byte packet", v1[:44], 44, 0},
-		{"signed v1", signedV1, 268, 68},
+		{"signed v1", signedV1, 268, 84},
 		{"ext packet", ext, len(ext), 0},
 		{"ext packet cut short", ext[:len(ext)-1], len(ext) - 1, 0},
 		{"ext header cut short", ext[:7], 7, 0},
-		{"signed ext", signedExt, len(ext), 68},
+		{"signed ext", signedExt, len(ext), 84},
 		{"unknown version, extra bytes", append([]byte{1, 3}, signedV1[2:]...), len(signedV1), 0},
 		{"v1 with junk after", append(bytes.Clone(v1), "junk"...), -1, -1},
-		{"v1 with 36 zero bytes after", append(bytes.Clone(v1), make([]byte, 36)...), -1, -1},
+		{"v1 with 52 zero bytes after", append(bytes.Clone(v1), make([]byte, 52)...), -1, -1},
 		{"trailer one byte short", signedV1[:len(signedV1)-1], -1, -1},
 		{"trailer one byte long", append(bytes.Clone(signedV1), 0), -1, -1},
 		{"bad magic", withTrailer(v1, func(tr []byte) { tr[0] = 't' }), -1, -1},
-		{"trailer version 2", withTrailer(v1, func(tr []byte) { tr[4] = 2 }), -1, -1},
+		{"trailer version 1 (before nonce and echo)", withTrailer(v1, func(tr []byte) { tr[4] = 1 }), -1, -1},
+		{"trailer version 3", withTrailer(v1, func(tr []byte) { tr[4] = 3 }), -1, -1},
 		{"MAC length 33", withTrailer(v1, func(tr []byte) { tr[5] = 33 }), -1, -1},
 		{"MAC length 20 on 32 bytes", withTrailer(v1, func(tr []byte) { tr[5] = 20 }), -1, -1},
 		{"reserved byte set", withTrailer(v1, func(tr []byte) { tr[7] = 1 }), -1, -1},

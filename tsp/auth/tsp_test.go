@@ -37,18 +37,77 @@ func pair(t *testing.T, mode auth.Mode, h auth.Hash) (*auth.Signer, *auth.Verifi
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewVerifier(cfg)
+	// The receiver is another daemon, with a signer of its own.
+	self, err := auth.NewSigner(cfg, now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	v, err := auth.NewVerifier(cfg, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receivers[v] = receiverOf{self, cfg}
 	return s, v
+}
+
+// receivers are pair's receiving daemons: their own signers and config.
+var receivers = map[*auth.Verifier]receiverOf{}
+
+type receiverOf struct {
+	self *auth.Signer
+	cfg  auth.Config
+}
+
+// receiver is the address of pair's verifier, as its sender sends to it.
+var receiver = netip.MustParseAddrPort("192.0.2.99:525")
+
+// learn makes s (the sender of a pair) hear v's daemon: s's own verifier,
+// paired with s, accepts a SLAVEUP that v's signer sent from receiver, so
+// that s echoes its nonce from then on.
+func learn(t *testing.T, s *auth.Signer, v *auth.Verifier) {
+	t.Helper()
+	rx := receivers[v]
+	mine, err := auth.NewVerifier(rx.cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := (&tsp.Packet{Type: tsp.SlaveUp, Version: tsp.Version, Name: "rx"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := rx.self.Sign(up, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res, err := mine.Check(receiver, d, now); res != auth.Valid {
+		t.Fatalf("the receiver's SLAVEUP: %v, %v", res, err)
+	}
+}
+
+// TestMovesClockMatchesTSP pins the types auth makes echo the receiver's
+// nonce (it cannot import tsp): those that carry a time, and DATEACK.
+func TestMovesClockMatchesTSP(t *testing.T) {
+	for ty := range tsp.Type(255) {
+		for _, ver := range []uint8{0, tsp.Version, tsp.VersionExt} {
+			b, err := (&tsp.Packet{Type: ty, Version: ver, Name: "a"}).Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ver <= tsp.Version && (ty.CarriesTime() || ty == tsp.DateAck)
+			if got := auth.MovesClock(b); got != want {
+				t.Errorf("%v version %d: MovesClock %v, want %v", ty, ver, got, want)
+			}
+		}
+	}
 }
 
 // TestFramingMatchesTSP pins the framing auth repeats (it cannot import
 // tsp) to tsp's: what tsp marshals, auth signs and splits back exactly,
-// and what Check returns tsp decodes.
+// and what Check returns tsp decodes. The ADJTIME echoes the receiver's
+// nonce, which the sender learnt from a datagram of the receiver.
 func TestFramingMatchesTSP(t *testing.T) {
 	s, v := pair(t, auth.Required, auth.SHA512)
+	learn(t, s, v)
 	pkt, err := (&tsp.Packet{Type: tsp.AdjTime, Version: tsp.Version, Seq: 7, Time: tsp.Timeval{Sec: -1, Usec: 5}, Name: "tsa"}).Marshal()
 	if err != nil || len(pkt) != tsp.PacketSize {
 		t.Fatal(len(pkt), err)
@@ -60,7 +119,7 @@ func TestFramingMatchesTSP(t *testing.T) {
 	}
 	empty, _ := (&tsp.ExtPacket{Kind: tsp.ExtRing}).Marshal()
 	for _, p := range [][]byte{pkt, extB, empty} {
-		d, err := s.Sign(bytes.Clone(p), now)
+		d, err := s.SignTo(bytes.Clone(p), receiver, now)
 		if err != nil {
 			t.Fatalf("%d-byte packet: %v", len(p), err)
 		}
@@ -131,7 +190,8 @@ func TestBSDVectorsStayReadable(t *testing.T) {
 		}
 		for _, h := range []auth.Hash{auth.SHA1, auth.SHA256, auth.SHA384, auth.SHA512} {
 			s, v := pair(t, auth.Required, h)
-			d, err := s.Sign(bytes.Clone(raw), now)
+			learn(t, s, v) // an ADJTIME or SETTIME must echo the receiver's nonce
+			d, err := s.SignTo(bytes.Clone(raw), receiver, now)
 			if len(raw) != tsp.PacketSize {
 				// The 4.3BSD 44- and 76-byte forms: we never send them.
 				if !errors.Is(err, auth.ErrFraming) {

@@ -25,6 +25,12 @@ type Verifier struct {
 	max       int
 	path      string // "": nothing persisted
 	wanted    chan struct{}
+	// self is this daemon's own signer: its identity marks our own
+	// datagrams come back, its nonce is what a datagram that moves a clock
+	// must echo, and it learns the nonces of the senders accepted. nil:
+	// no datagram that moves a clock is ever accepted.
+	self  *Signer
+	clock func() time.Time // nil: the window reads Check's now
 
 	mu      sync.Mutex // guards what follows; held through Save's write
 	senders map[uint64]*entry
@@ -79,11 +85,15 @@ func (e *entry) accept(c uint64) {
 
 const replayHeader = "timed-auth-replay 1"
 
-// NewVerifier makes the verifier of cfg. With a StateDir it loads the
-// replay table from ReplayStateFile there and saves it back at once with
-// fresh ceilings, so that a state directory that cannot be written fails
-// here, at start.
-func NewVerifier(cfg Config) (*Verifier, error) {
+// NewVerifier makes the verifier of cfg, paired with self, the signer of
+// the same daemon (made from the same cfg): datagrams of self's identity
+// are its own come back (Own), those that move a clock must echo self's
+// nonce, and self echoes the nonces of the senders accepted. With a nil
+// self no datagram that moves a clock passes. With a StateDir it loads
+// the replay table from ReplayStateFile there and saves it back at once
+// with fresh ceilings, so that a state directory that cannot be written
+// fails here, at start.
+func NewVerifier(cfg Config, self *Signer) (*Verifier, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -96,6 +106,8 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		max:       cfg.maxSenders(),
 		wanted:    make(chan struct{}, 1),
 		senders:   map[uint64]*entry{},
+		self:      self,
+		clock:     cfg.Clock,
 	}
 	if cfg.Mode == Off || cfg.StateDir == "" {
 		return v, nil
@@ -151,18 +163,23 @@ func firstOr(f []string, i int) string {
 }
 
 // Check decides on one received datagram from src, at now (the receive
-// time, by our wall clock). It returns the packet to decode (the datagram
+// time, by our wall clock; Config.Clock's reading instead, when set). It returns the packet to decode (the datagram
 // without its trailer) and the verdict; for Bad, a nil packet and a
 // *DropError. The packet shares datagram's memory.
 //
 //   - Off (or a nil Verifier): Unchecked; a well-formed trailer is cut off.
 //   - No trailer: Unsigned if the mode is Optional and src is an unsigned
 //     peer, else Bad (ErrUnsigned).
-//   - A trailer: its key must be known (ErrUnknownKey), its MAC verify
-//     (ErrBadMAC), its counter be fresh (ErrReplay, ErrNotSaved) and, at
-//     first contact with the sender, its timestamp be within the window of
-//     now (ErrWindow); then Valid. Bytes after the packet that are no
-//     trailer: ErrMalformed.
+//   - A trailer: its key must be known (ErrUnknownKey) and its MAC verify
+//     (ErrBadMAC). If its sender is our own signer's identity, Own: our
+//     datagram came back (the caller drops it as its own echo). Else its
+//     counter must be fresh (ErrReplay); a packet that moves a clock
+//     (MovesClock) must echo our signer's nonce (ErrNoEcho); the counter
+//     must be covered by the saved state (ErrNotSaved) and, at first
+//     contact with the sender, its timestamp be within the window of now
+//     (ErrWindow); then Valid, and our signer echoes the trailer's nonce
+//     to src from now on. Bytes after the packet that are no trailer:
+//     ErrMalformed.
 func (v *Verifier) Check(src netip.AddrPort, datagram []byte, now time.Time) ([]byte, Result, error) {
 	packet, trailer, err := Split(datagram)
 	if v == nil || v.mode == Off {
@@ -190,10 +207,29 @@ func (v *Verifier) Check(src netip.AddrPort, datagram []byte, now time.Time) ([]
 	if !hmac.Equal(k.mac(buf[:0], packet, trailer[:TrailerHeaderSize]), mac) {
 		return nil, Bad, drop(ReasonBadMAC, "from %v with key %d: altered, or the key material differs", src, k.ID)
 	}
-	if err := v.fresh(src, &t, now); err != nil {
+	if v.self != nil && t.Sender == v.self.sender {
+		return packet, Own, nil
+	}
+	if err := v.fresh(src, &t, MovesClock(packet), now); err != nil {
 		return nil, Bad, err
 	}
+	if v.self != nil {
+		v.self.echoes.heard(src, t.Nonce)
+	}
 	return packet, Valid, nil
+}
+
+// proven reports whether a trailer echoes our current nonce.
+func (v *Verifier) proven(t *Trailer) bool {
+	return v.self != nil && t.Echo != 0 && t.Echo == v.self.Nonce()
+}
+
+func (v *Verifier) noEcho(src netip.AddrPort, t *Trailer) error {
+	what := "echoes no nonce"
+	if t.Echo != 0 {
+		what = fmt.Sprintf("echoes nonce %016x, ours is another (sent before our start, or before we renewed it)", t.Echo)
+	}
+	return drop(ReasonNoEcho, "sender %016x from %v, counter %d: it moves a clock and %s: a datagram made before we could be heard, or a replay", t.Sender, src, t.Counter, what)
 }
 
 func (v *Verifier) unsignedPeer(a netip.Addr) bool {
@@ -214,8 +250,10 @@ func (v *Verifier) unsignedHint() string {
 }
 
 // fresh is the replay check of a datagram whose MAC verified, and its
-// record: only key holders get here, so only they make entries.
-func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, now time.Time) error {
+// record: only key holders get here, so only they make entries. A
+// datagram that moves a clock (clock) must also echo our nonce; one that
+// does not is dropped, and makes no entry.
+func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, clock bool, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
@@ -225,6 +263,9 @@ func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, now time.Time) error {
 	if e := v.senders[t.Sender]; e != nil {
 		if !e.fresh(c) {
 			return drop(ReasonReplay, "sender %016x from %v: counter %d, already accepted or older than the %d last accepted (up to %d)", t.Sender, src, c, ReplayWindow, e.last)
+		}
+		if clock && !v.proven(t) {
+			return v.noEcho(src, t)
 		}
 		if e.ceiling != 0 && c > e.ceiling {
 			e.want = max(e.want, c)
@@ -239,7 +280,14 @@ func (v *Verifier) fresh(src netip.AddrPort, t *Trailer, now time.Time) error {
 		}
 		return nil
 	}
-	// First contact: the counter cannot tell a replay, the clock must.
+	// First contact: the counter cannot tell a replay. Where a clock
+	// would move, the echo of our nonce must; elsewhere the clock.
+	if clock && !v.proven(t) {
+		return v.noEcho(src, t)
+	}
+	if v.clock != nil {
+		now = v.clock()
+	}
 	if v.window > 0 {
 		if d, ahead := clockDiff(t.Timestamp, now.UnixNano()); d > uint64(v.window) {
 			way := "behind"
@@ -302,6 +350,11 @@ func (v *Verifier) evict() {
 		return
 	}
 	delete(v.senders, id)
+	// A datagram accepted from that sender, replayed now, would be a first
+	// contact: a new nonce keeps those that move a clock out.
+	if v.self != nil {
+		_ = v.self.renew() // on failure the nonce stays: rand.Read does not fail on Linux
+	}
 	if oldest.ceiling != 0 {
 		if v.gone == nil {
 			v.gone = map[uint64]uint64{}

@@ -14,7 +14,7 @@ func TestSignVerifyEveryHash(t *testing.T) {
 		t.Run(h.String(), func(t *testing.T) {
 			cfg := Config{Mode: Required, Keys: keyring(t, testKey(t, 7, h))}
 			s, v := newSigner(t, cfg, t0), newVerifier(t, cfg)
-			for i, p := range [][]byte{tspPacket(1, 42, "tsa"), extPacket(0x82, "tsb", bytes.Repeat([]byte{9}, 300))} {
+			for i, p := range [][]byte{tspPacket(slaveUp, 42, "tsa"), extPacket(0x82, "tsb", bytes.Repeat([]byte{9}, 300))} {
 				now := t0.Add(time.Duration(i) * time.Second)
 				d := sign(t, s, p, now)
 				got := expect(t, v, hostA, d, now, Valid, ReasonNone)
@@ -36,7 +36,7 @@ func TestDropReasons(t *testing.T) {
 	k1, k2 := testKey(t, 1, SHA256), testKey(t, 2, SHA256)
 	cfg := Config{Mode: Required, Keys: keyring(t, k1)}
 	s := newSigner(t, cfg, t0)
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	other, _ := NewKey(1, SHA256, bytes.Repeat([]byte("other material "), 3))
 	otherHash := testKey(t, 1, SHA384)
 	for _, tc := range []struct {
@@ -176,7 +176,7 @@ func TestOff(t *testing.T) {
 
 func TestKeyRotation(t *testing.T) {
 	k1, k2 := testKey(t, 1, SHA256), testKey(t, 2, SHA512)
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	both := keyring(t, k1, k2)
 	// Step 1: k2 added everywhere; senders still sign with the lowest ID.
 	old := newSigner(t, Config{Mode: Required, Keys: both}, t0)
@@ -206,7 +206,7 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := NewSigner(Config{Mode: Required, Keys: both, SignKey: 3}, t0); !errors.Is(err, ErrConfig) {
 		t.Errorf("signing key not in the file: %v", err)
 	}
-	if _, err := NewVerifier(Config{Mode: Optional}); !errors.Is(err, ErrConfig) {
+	if _, err := NewVerifier(Config{Mode: Optional}, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("no keys: %v", err)
 	}
 }
@@ -216,7 +216,7 @@ func TestKeyRotation(t *testing.T) {
 func TestReplayWhileRunning(t *testing.T) {
 	cfg := Config{Mode: Required, Keys: keyring(t, testKey(t, 1, SHA256))}
 	s, v := newSigner(t, cfg, t0), newVerifier(t, cfg)
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	d1 := sign(t, s, p, t0.Add(time.Second))
 	d2 := sign(t, s, p, t0.Add(2*time.Second))
 	d3 := sign(t, s, p, t0.Add(3*time.Second))
@@ -240,7 +240,7 @@ func TestReplayWhileRunning(t *testing.T) {
 func TestClockSteps(t *testing.T) {
 	cfg := Config{Mode: Required, Keys: keyring(t, testKey(t, 1, SHA256)), Window: time.Minute}
 	s, v := newSigner(t, cfg, t0), newVerifier(t, cfg)
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	expect(t, v, hostA, sign(t, s, p, t0), t0, Valid, ReasonNone)
 	// The sender's clock is stepped back 1000 s: every later datagram
 	// carries a timestamp 1000 s behind, and the counter still rises.
@@ -265,7 +265,7 @@ func TestClockSteps(t *testing.T) {
 
 func TestWindow(t *testing.T) {
 	kr := keyring(t, testKey(t, 1, SHA256))
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	for _, tc := range []struct {
 		window time.Duration
 		off    time.Duration
@@ -300,7 +300,7 @@ func TestWindow(t *testing.T) {
 func TestEviction(t *testing.T) {
 	kr := keyring(t, testKey(t, 1, SHA256))
 	v := newVerifier(t, Config{Mode: Required, Keys: kr, MaxSenders: 3})
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	var signers []*Signer
 	var first [][]byte
 	for i := range 4 {
@@ -330,7 +330,7 @@ func TestEviction(t *testing.T) {
 func TestReplayWindow(t *testing.T) {
 	cfg := Config{Mode: Required, Keys: keyring(t, testKey(t, 1, SHA256))}
 	s, v := newSigner(t, cfg, t0), newVerifier(t, cfg)
-	p := tspPacket(1, 1, "tsa")
+	p := tspPacket(slaveUp, 1, "tsa")
 	at := t0
 	next := func() []byte { at = at.Add(time.Millisecond); return sign(t, s, p, at) }
 	expect(t, v, hostA, next(), t0, Valid, ReasonNone)

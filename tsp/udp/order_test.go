@@ -25,7 +25,7 @@ func TestSignedSendsKeepTheirOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifier, err := auth.NewVerifier(cfg)
+	verifier, err := auth.NewVerifier(cfg, nil) // the receiver signs nothing: tx is another daemon
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ const (
 	DropMalformed                        // any other decode error (none today)
 	DropBadName                          // a name that is not a printable host name
 	DropRateLimited                      // its source (or all sources together) over the rate limit
-	DropAuth                             // refused by authentication (Stats.Auth says why)
+	DropAuth                             // refused by authentication: counted in Stats.Auth by its reason only
 	numDropReasons
 )
 
@@ -45,10 +45,13 @@ type Stats struct {
 	Sent        map[tsp.Type]uint64
 	ReceivedExt map[tsp.ExtKind]uint64
 	SentExt     map[tsp.ExtKind]uint64
-	Dropped     map[DropReason]uint64
-	Auth        map[auth.Reason]uint64 // the DropAuth drops by reason
-	ReadErrors  uint64
-	SendErrors  uint64
+	// Dropped and Auth count each datagram dropped once: Dropped by the
+	// transport's reason (never DropAuth), Auth the datagrams refused by
+	// authentication, by its reason. DropCounts names them all.
+	Dropped    map[DropReason]uint64
+	Auth       map[auth.Reason]uint64
+	ReadErrors uint64
+	SendErrors uint64
 	// KernelDrops is how many datagrams the kernel dropped on this socket
 	// for a full receive buffer (SO_RXQ_OVFL, as of the last datagram
 	// read): they never reached the transport, so Dropped lacks them.
@@ -89,6 +92,25 @@ func (c *counters) snapshot() Stats {
 		put(s.Auth, i, c.auth[i].Load())
 	}
 	return s
+}
+
+// AuthDropPrefix starts the names DropCounts gives the drops of
+// authentication: "auth " and the auth.Reason ("auth replayed counter").
+const AuthDropPrefix = "auth "
+
+// DropCounts is every drop counter under its name, for the status and
+// the metrics: the transport's reasons by DropReason.String, those of
+// authentication as AuthDropPrefix + auth.Reason.String. Each datagram
+// dropped is in exactly one, so the counters may be summed.
+func (s Stats) DropCounts() map[string]uint64 {
+	out := make(map[string]uint64, len(s.Dropped)+len(s.Auth))
+	for r, n := range s.Dropped {
+		out[r.String()] += n
+	}
+	for r, n := range s.Auth {
+		out[AuthDropPrefix+r.String()] += n
+	}
+	return out
 }
 
 func put[K comparable](m map[K]uint64, k K, v uint64) {

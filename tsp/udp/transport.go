@@ -597,14 +597,15 @@ func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.
 	return t.sent(to, t.write(b, to, ifIndex, nil), sent)
 }
 
-// write signs b and writes it to to under sendMu, on the socket of to's
-// family: with oob (a stamped send's control message) when given, else
-// through ifIndex's interface when non-zero (IP_PKTINFO, IPV6_PKTINFO),
-// else plainly; a zoned IPv6 destination leaves by its zone.
+// write signs b for to and writes it there under sendMu, on the socket
+// of to's family: with oob (a stamped send's control message) when given,
+// else through ifIndex's interface when non-zero (IP_PKTINFO,
+// IPV6_PKTINFO), else plainly; a zoned IPv6 destination leaves by its
+// zone.
 func (t *Transport) write(b []byte, to netip.AddrPort, ifIndex int, oob []byte) error {
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
-	d, err := t.sign(b)
+	d, err := t.sign(b, to)
 	if err != nil {
 		return err
 	}
@@ -640,13 +641,15 @@ func (t *Transport) sent(to netip.AddrPort, err error, sent *atomic.Uint64) erro
 	return nil
 }
 
-// sign appends the auth trailer to a copy of b (b may go to several
-// peers), or returns b without a signer.
-func (t *Transport) sign(b []byte) ([]byte, error) {
+// sign appends the auth trailer for to to a copy of b (b may go to
+// several peers), or returns b without a signer. The trailer echoes the
+// nonce last heard from to (none for a broadcast address), which to wants
+// in whatever moves its clock.
+func (t *Transport) sign(b []byte, to netip.AddrPort) ([]byte, error) {
 	if t.signer == nil {
 		return b, nil
 	}
-	return t.signer.Sign(b[:len(b):len(b)], time.Now())
+	return t.signer.SignTo(b[:len(b):len(b)], to, time.Now())
 }
 
 // pktinfo is what a datagram's IP_PKTINFO or IPV6_PKTINFO says: the
@@ -724,10 +727,17 @@ func (t *Transport) receive(b, oob []byte, parse pktinfo, truncated bool, from n
 		}
 	} else {
 		p, res, err := t.verifier.Check(r.From, b, now)
-		if res == auth.Bad {
-			t.stats.dropped[DropAuth].Add(1)
+		switch res {
+		case auth.Bad:
 			t.stats.auth[auth.ReasonOf(err)].Add(1)
 			t.logDrop(DropAuth, r, len(b), err, now)
+			return
+		case auth.Own:
+			// Our own datagram come back, known by its sender identity
+			// (the MAC verified): before the name check, which a crash
+			// once turned into "replayed counter" drops.
+			t.stats.dropped[DropOwnEcho].Add(1)
+			t.logDrop(DropOwnEcho, r, len(b), errOwnIdentity, now)
 			return
 		}
 		b = p
@@ -777,6 +787,7 @@ func (t *Transport) counter(r *Received) *atomic.Uint64 {
 var (
 	errUnknownNetwork = errors.New("source is on no served network")
 	errOwnEcho        = errors.New("our own name")
+	errOwnIdentity    = errors.New("our own sender identity")
 	errQueueFull      = errors.New("receive queue full")
 	errRateLimited    = errors.New("source over its rate limit")
 	errTruncated      = errors.New("extension datagram truncated")

@@ -25,9 +25,15 @@
 //	    host on the bridge), then for the next one from the same source, so
 //	    that every receiver has accepted a later one, and sends the first,
 //	    byte for byte (an auth trailer included), to A:P
+//	tsp-attack resend -hex H -to A:P[,A:P…] [-spoof A:P]
+//	    sends the datagram H (hex: one recorded elsewhere, e.g. a unicast
+//	    correction seen on the bridge, which the attacker's port does not
+//	    see) byte for byte to each destination, from any port or, with
+//	    -spoof, from another host's address and port
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -86,6 +92,8 @@ func main() {
 		res, err = flood(args)
 	case "replay":
 		res, err = replay(args)
+	case "resend":
+		res, err = resend(args)
 	default:
 		usage()
 	}
@@ -99,7 +107,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tsp-attack idle | forge | storm | flood | replay [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: tsp-attack idle | forge | storm | flood | replay | resend [flags] (see -h of each)")
 	os.Exit(2)
 }
 
@@ -152,6 +160,50 @@ func (u *udpSender) send(b []byte, to netip.AddrPort) error {
 }
 
 func (u *udpSender) close() error { return u.conn.Close() }
+
+// newSender is a raw sender writing spoof as the source when it is set,
+// else a UDP socket on fromPort (0: any).
+func newSender(spoof string, fromPort int) (sender, error) {
+	if spoof == "" {
+		return newUDPSender(fromPort)
+	}
+	src, err := netip.ParseAddrPort(spoof)
+	if err != nil {
+		return nil, fmt.Errorf("-spoof: %w", err)
+	}
+	return newSpoofSender(src)
+}
+
+// resend sends one recorded datagram, byte for byte, to each destination.
+func resend(args []string) (*result, error) {
+	fs := flag.NewFlagSet("resend", flag.ExitOnError)
+	raw := fs.String("hex", "", "the datagram, in hex")
+	to := fs.String("to", "", "destinations, A:P[,A:P…]")
+	spoof := fs.String("spoof", "", "source A:P written into a raw IP header (needs NET_RAW)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	b, err := hex.DecodeString(*raw)
+	if err != nil || len(b) == 0 {
+		return nil, fmt.Errorf("-hex: %d bytes, %v", len(b), err)
+	}
+	dests, err := addrList(*to)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSender(*spoof, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	start := time.Now()
+	res := &result{}
+	for _, d := range dests {
+		res.count(s.send(b, d))
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
 
 // pace calls send(i) for i < total at pps a second (all at once when pps
 // is 0), and stops at total or after limit, whichever comes first. It
@@ -216,17 +268,8 @@ func forge(args []string, name, defType string, defPPS float64) (*result, error)
 	if *dur == 0 {
 		limit = time.Duration(n)*time.Second + time.Minute
 	}
-	var s sender
-	if *spoof != "" {
-		src, err := netip.ParseAddrPort(*spoof)
-		if err != nil {
-			return nil, fmt.Errorf("-spoof: %w", err)
-		}
-		s, err = newSpoofSender(src)
-		if err != nil {
-			return nil, err
-		}
-	} else if s, err = newUDPSender(*fromPort); err != nil {
+	s, err := newSender(*spoof, *fromPort)
+	if err != nil {
 		return nil, err
 	}
 	defer s.close()
