@@ -270,7 +270,7 @@ func (rt *netRuntime) networkStatus() control.Network {
 	case n.IPv6():
 		// No broadcast, no ICMP timestamps: BSD's daemons cannot be here.
 		net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Group: n.Broadcast.String(),
-			Note: "IPv6: probe only, no BSD daemons (IPv4 only)"}
+			Note: "IPv6: probe only, no BSD daemons"}
 	case !n.Peers:
 		net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Broadcast: n.Broadcast.String()}
 	}

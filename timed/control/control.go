@@ -134,7 +134,8 @@ type Network struct {
 	Broadcast string `json:"broadcast,omitempty"` // IPv4
 	Group     string `json:"group,omitempty"`     // IPv6: the link-local group that stands for broadcast
 	// Note says what the network cannot do ("IPv6: probe only, no BSD
-	// daemons"): ICMP timestamps, BSD's way to measure, are IPv4 only.
+	// daemons"): ICMP timestamps, BSD's way to measure, are IPv4 only,
+	// as BSD's timed is.
 	Note   string `json:"note,omitempty"`
 	Served bool   `json:"served"`
 	// State is the daemon's election state on this network ("master",
