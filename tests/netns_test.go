@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -23,7 +26,8 @@ import (
 // network namespaces, with no network flags: what they serve is what
 // their interfaces offer. They reuse `make bench-net`'s namespaces
 // (bench/netbench), under run ids of their own ("v6" and 4 random
-// hex digits: tbnv6…), removed when the test ends, failed or not.
+// hex digits: bridge tbnv6…, namespaces tbn-v6…), removed when the test
+// ends, failed or not.
 
 // Shorter names for what a namespace's eth0 holds.
 const (
@@ -93,7 +97,7 @@ func netnsCluster(t *testing.T, names netbench.Names, n int, offsets []time.Dura
 	c := &cluster{t: t, bin: "ip"}
 	for i := range n {
 		nd := &node{name: names.Host(i), dir: dir, port: 525}
-		nd.args = []string{"netns", "exec", names.Netns(i), timedBin, "-M", "--config", conf,
+		nd.args = []string{"netns", "exec", names.Netns(i), timedBin, "-M", "--config", conf, "--metrics-listen", nsMetrics,
 			"--profile", "fast", "--hostname", nd.name,
 			"--clock", fmt.Sprintf("sim:offset=%+dus,drift=%+dppm", offsets[i%len(offsets)].Microseconds(), 10*(i%5)-20),
 			"--control-socket", nd.socket(), "--log-level", "debug",
@@ -128,6 +132,38 @@ func TestIPv6OnlyLink(t *testing.T) {
 	if nw := st.Networks[0]; nw.Group != "ff02::20d" || !strings.HasSuffix(nw.Address, "%eth0") || nw.Prefix != ula.String() || nw.Broadcast != "" {
 		t.Fatalf("network %+v", nw)
 	}
+	// The metrics name the network by its IPv6 prefix.
+	mi := slices.Index(c.nodes, m)
+	body, err := metricsIn(names.Netns(mi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `timed_state{network="` + ula.String() + `",state="master"} 1`; !strings.Contains(body, want) {
+		t.Errorf("metrics lack %s:\n%s", want, grepLines(body, "timed_state"))
+	}
+}
+
+// nsMetrics is where each namespace's daemon serves its metrics: its own
+// loopback, reached from inside the namespace.
+const nsMetrics = "[::1]:9525"
+
+// metricsIn fetches the metrics of the daemon in namespace ns.
+func metricsIn(ns string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return netbench.DialIn(ctx, ns, addr) }}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+nsMetrics+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return string(b), err
 }
 
 // TestDualStackLink: on one bridge, IPv4-only, IPv6-only and dual-stack
