@@ -11,6 +11,7 @@ import (
 
 	sockaddr "github.com/hashicorp/go-sockaddr"
 
+	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/tsp"
 )
 
@@ -198,5 +199,31 @@ func TestIPv4OnlySendIPv6(t *testing.T) {
 	err := a.Send(&tsp.Packet{Type: tsp.MasterReq}, netip.MustParseAddrPort("[::1]:525"))
 	if !errors.Is(err, errNoIPv6) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestRateLimitIPv6: a flood from one IPv6 source is cut to its burst
+// before decoding, another source of the link is not; zoned sources are
+// delivered on the link their zone names.
+func TestRateLimitIPv6(t *testing.T) {
+	tr, _ := socketlessTransport(100, limit.Config{Rate: 1, Burst: 2})
+	link := Network{Interface: "eth0", Index: 2, Addr: netip.MustParseAddr("fe80::5%eth0"),
+		Prefix: netip.MustParsePrefix("2001:db8::/64"), Broadcast: DefaultGroup}
+	tr.networks = []Network{link}
+	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
+	now := time.Now()
+	flooder, other := netip.MustParseAddrPort("[fe80::9%eth0]:525"), netip.MustParseAddrPort("[fe80::a%eth0]:525")
+	for range 50 {
+		tr.receive(b, nil, parse6, false, flooder, now)
+	}
+	tr.receive(b, nil, parse6, false, other, now)
+	if got := tr.stats.snapshot().Dropped[DropRateLimited]; got != 48 {
+		t.Fatalf("rate limited %d of 50 (burst 2), want 48", got)
+	}
+	if len(tr.packets) != 3 {
+		t.Fatalf("%d delivered, want the flooder's burst of 2 and the other source's 1", len(tr.packets))
+	}
+	if r := <-tr.packets; r.From != flooder || *r.Network != link {
+		t.Errorf("got %+v", r)
 	}
 }
