@@ -199,7 +199,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int("port", 525, "UDP port of TSP")
 	fs.String("hostname", "", "name sent in packets (default: the system host name)")
 	fs.String("interfaces", "", "go-sockaddr template selecting the interfaces (default: up, non-loopback; IPv4 broadcast-capable, IPv6 multicast-capable with a global or unique-local address)")
-	fs.String("family", "auto", "address family on a link that has both: auto (IPv4 where the interface has IPv4, where BSD daemons may be; IPv6 elsewhere) | ipv4 | ipv6")
+	fs.String("family", "auto", "address family on a link that has both: auto (IPv4 where the interface has IPv4, where BSD daemons may be; elsewhere IPv6, where it has a global or unique-local address) | ipv4 | ipv6")
 	fs.String("ipv6-group", udp.DefaultGroup.String(), "IPv6 link-local multicast group that stands for broadcast on IPv6 links (ff02::/16)")
 	fs.StringSlice("peers", nil, "host:port, [IPv6]:port or [fe80::1%eth0]:port list; broadcast becomes unicast to these peers")
 	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm")

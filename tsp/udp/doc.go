@@ -40,7 +40,8 @@
 //
 // A link that has both families is served on one of them (Family):
 // auto takes IPv4 where the interface has an IPv4 network (where BSD
-// daemons may be) and IPv6 where it has none; ipv4 and ipv6 force it.
+// daemons may be) and IPv6 where it has none (and has a global or
+// unique-local address: not a container's veth); ipv4 and ipv6 force it.
 // So a daemon never runs two elections on one link, and cannot be a
 // master twice there, nor a slave on one family and master on the
 // other; and the dual-stack daemons of a link under one --family all

@@ -47,9 +47,14 @@ func TestSelectNetworksIPv6(t *testing.T) {
 	if !slices.Equal(links[6], pfx("2001:db8:1::/64", "fd00:2::/64")) {
 		t.Errorf("eth3's on-link prefixes = %v", links[6])
 	}
-	ll, _, err := selectNetworks(synthetic6(), Selection{Template: `. | include "name" "^eth4$"`})
+	ll, _, err := selectNetworks(synthetic6(), Selection{Template: `. | include "name" "^eth4$"`, Family: FamilyIPv6})
 	if err != nil || len(ll) != 1 || ll[0].Prefix != netip.MustParsePrefix("fe80::/64") || ll[0].Addr != netip.MustParseAddr("fe80::8%eth4") {
-		t.Errorf("link-local-only eth4, named: %v, %v", ll, err)
+		t.Errorf("link-local-only eth4, named, family ipv6: %v, %v", ll, err)
+	}
+	// Under auto, a template without a type filter does not take the
+	// link-local-only links (a container host's veths).
+	if nets, _, err := selectNetworks(synthetic6(), Selection{Template: `. | exclude "flags" "loopback"`}); err != nil || slices.Contains(names(nets), "eth4") {
+		t.Errorf("auto took a link-local-only link: %v, %v", names(nets), err)
 	}
 	if !nets[2].IPv6() || nets[0].IPv6() || (Network{Peers: true}).IPv6() {
 		t.Error("IPv6() wrong")

@@ -68,7 +68,8 @@ type Family string
 
 const (
 	// FamilyAuto serves IPv4 on an interface with a selected IPv4
-	// address (where BSD daemons may be) and IPv6 on one with IPv6 only.
+	// address (where BSD daemons may be) and IPv6 on one with IPv6 only,
+	// a global or unique-local address among them.
 	FamilyAuto Family = "auto"
 	FamilyIPv4 Family = "ipv4" // IPv4 only: BSD's choice
 	FamilyIPv6 Family = "ipv6" // IPv6 only
@@ -109,8 +110,9 @@ type Selection struct {
 // them (it also took point-to-point links; name them in a template), and
 // every up, multicast-capable, non-loopback IPv6 interface with a global
 // or unique-local address. An interface with link-local addresses only
-// (the host side of every container's veth) is left out unless a
-// template names it: on a container host each would be a network.
+// (the host side of every container's veth) is left out: on a container
+// host each would be a network (with --family ipv6, a template may name
+// one).
 const DefaultInterfaces = `{{ GetAllInterfaces | ` + default4 + ` | join "address" " " }} {{ GetAllInterfaces | ` + default6 + ` | join "address" " " }}`
 
 const (
@@ -234,7 +236,10 @@ func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) ([]Network, map[int][]n
 }
 
 // byFamily applies the family rule: one family per link. With auto, an
-// interface with an IPv4 network is served on IPv4 only.
+// interface with an IPv4 network is served on IPv4 only, and an IPv6 link
+// with link-local addresses only (the host side of a container's veth)
+// is not served: a template that did not ask for IPv6 alone would
+// otherwise take every one of them. --family ipv6 serves it.
 func byFamily(cands []candidate, family Family) []candidate {
 	has4 := map[int]bool{}
 	for _, c := range cands {
@@ -244,7 +249,7 @@ func byFamily(cands []candidate, family Family) []candidate {
 	}
 	return slices.DeleteFunc(cands, func(c candidate) bool {
 		return c.Addr.Is4() && family == FamilyIPv6 ||
-			c.IPv6() && (family == FamilyIPv4 || family == FamilyAuto && has4[c.Index])
+			c.IPv6() && (family == FamilyIPv4 || family == FamilyAuto && (has4[c.Index] || len(c.onLink) == 0))
 	})
 }
 
