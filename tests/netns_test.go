@@ -171,7 +171,8 @@ func metricsIn(ns string) (string, error) {
 // no daemon runs two elections on it: the IPv4 daemons (IPv4-only and
 // dual-stack) end with one master among them, the IPv6-only ones, which
 // no IPv4 datagram can reach, with one of their own, and then nothing
-// changes for five sync rounds: no master changes, no election.
+// changes for five sync rounds: no master changes, no election. The
+// dual-stack daemons warn that the IPv6-only ones are on their own.
 func TestDualStackLink(t *testing.T) {
 	needNetns(t)
 	t.Parallel()
@@ -217,6 +218,16 @@ func TestDualStackLink(t *testing.T) {
 	}
 	if after := elections(st); after != before {
 		t.Errorf("elections seen went from %v to %v while settled", before, after)
+	}
+	// The dual-stack daemons hear the IPv6-only ones' group and say, once
+	// per source, that they are a TSP network of their own.
+	for i, nd := range c.nodes {
+		nd.mu.Lock()
+		warned := strings.Contains(nd.log.String(), "elect a master of their own")
+		nd.mu.Unlock()
+		if warned != (fams[i] == dual) {
+			t.Errorf("%s (%v): warned of IPv6-only daemons: %v", nd.name, fams[i], warned)
+		}
 	}
 }
 

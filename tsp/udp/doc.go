@@ -49,7 +49,10 @@
 // never split between two elections. Two masters on one wire
 // come only from daemons with no family in common, an IPv4-only host
 // beside an IPv6-only one: they cannot exchange a datagram, and are two
-// TSP networks, as two IPv4 subnets on one wire are for BSD. Where the
+// TSP networks, as two IPv4 subnets on one wire are for BSD. A dual-stack
+// daemon that serves a link on IPv4 listens to the link's group all the
+// same, and warns once per source of TSP heard there: so the split is
+// seen, not guessed. Where the
 // hosts that matter have only IPv6, give the link's dual-stack daemons
 // --family ipv6 so that they join them (leaving the IPv4-only ones, BSD's
 // among them, to a master of their own); a --family that differs among

@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	sockaddr "github.com/hashicorp/go-sockaddr"
+	"github.com/sirupsen/logrus"
 
 	"github.com/timed-project/timed/internal/limit"
 	"github.com/timed-project/timed/tsp"
@@ -32,10 +34,11 @@ func synthetic6() sockaddr.IfAddrs {
 // TestSelectNetworksIPv6 checks that an IPv6 link is one network, with
 // our link-local address (zoned) and the group, and the family rule.
 func TestSelectNetworksIPv6(t *testing.T) {
-	nets, links, err := selectNetworks(synthetic6(), Selection{})
+	f, err := selectNetworks(synthetic6(), Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	nets, links := f.nets, f.links
 	if got, want := names(nets), []string{"eth0", "eth1", "eth3"}; !slices.Equal(got, want) {
 		t.Fatalf("auto: networks %v, want %v (eth0 has both: IPv4; eth4 link-local only)", got, want)
 	}
@@ -47,13 +50,13 @@ func TestSelectNetworksIPv6(t *testing.T) {
 	if !slices.Equal(links[6], pfx("2001:db8:1::/64", "fd00:2::/64")) {
 		t.Errorf("eth3's on-link prefixes = %v", links[6])
 	}
-	ll, _, err := selectNetworks(synthetic6(), Selection{Template: `. | include "name" "^eth4$"`, Family: FamilyIPv6})
+	ll, err := sel6(Selection{Template: `. | include "name" "^eth4$"`, Family: FamilyIPv6})
 	if err != nil || len(ll) != 1 || ll[0].Prefix != netip.MustParsePrefix("fe80::/64") || ll[0].Addr != netip.MustParseAddr("fe80::8%eth4") {
 		t.Errorf("link-local-only eth4, named, family ipv6: %v, %v", ll, err)
 	}
 	// Under auto, a template without a type filter does not take the
 	// link-local-only links (a container host's veths).
-	if nets, _, err := selectNetworks(synthetic6(), Selection{Template: `. | exclude "flags" "loopback"`}); err != nil || slices.Contains(names(nets), "eth4") {
+	if nets, err := sel6(Selection{Template: `. | exclude "flags" "loopback"`}); err != nil || slices.Contains(names(nets), "eth4") {
 		t.Errorf("auto took a link-local-only link: %v, %v", names(nets), err)
 	}
 	if !nets[2].IPv6() || nets[0].IPv6() || (Network{Peers: true}).IPv6() {
@@ -70,7 +73,7 @@ func TestSelectNetworksIPv6(t *testing.T) {
 		{FamilyIPv4, []string{"eth0", "eth1"}},
 		{FamilyIPv6, []string{"eth3"}}, // eth0: link-local only; eth1: no IPv6
 	} {
-		nets, _, err := selectNetworks(synthetic6(), Selection{Family: tc.family})
+		nets, err := sel6(Selection{Family: tc.family})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +84,7 @@ func TestSelectNetworksIPv6(t *testing.T) {
 	}
 
 	group := netip.MustParseAddr("ff02::1:7")
-	nets, _, err = selectNetworks(synthetic6(), Selection{Template: `. | include "name" "^eth3$"`, Group: group})
+	nets, err = sel6(Selection{Template: `. | include "name" "^eth3$"`, Group: group})
 	if err != nil || len(nets) != 1 || nets[0].Broadcast != group {
 		t.Errorf("configured group: %v, %v", nets, err)
 	}
@@ -104,13 +107,58 @@ func TestSelectNetworksNoMatch(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "family auto") {
 		t.Errorf("-n eth0's link-local under auto: err = %v", err)
 	}
-	if _, _, err := selectNetworks(synthetic6(), Selection{Template: `. | include "name" "^eth1$"`, Family: FamilyIPv6}); !errors.Is(err, ErrNoNetwork) {
+	if _, err := sel6(Selection{Template: `. | include "name" "^eth1$"`, Family: FamilyIPv6}); !errors.Is(err, ErrNoNetwork) {
 		t.Errorf("family ipv6 on an IPv4-only selection: err = %v", err)
 	}
 	for _, g := range []string{"ff05::20d", "fe80::1", "10.0.0.1", "ff02::20d%eth0"} {
-		if _, _, err := selectNetworks(synthetic6(), Selection{Group: netip.MustParseAddr(g)}); err == nil {
+		if _, err := sel6(Selection{Group: netip.MustParseAddr(g)}); err == nil {
 			t.Errorf("group %s: no error", g)
 		}
+	}
+}
+
+// sel6 is selectNetworks on synthetic6, the networks only.
+func sel6(s Selection) ([]Network, error) {
+	f, err := selectNetworks(synthetic6(), s)
+	return f.nets, err
+}
+
+// TestOtherFamily: under auto, a dual-stack interface served on IPv4 has
+// its IPv6 link kept apart (the transport listens there only to warn),
+// unless -n/-i left the interface out; IPv6 from there is dropped as on
+// no network, with one warning per source.
+func TestOtherFamily(t *testing.T) {
+	all := `. | exclude "flags" "loopback"` // eth0's fe80::5 too
+	f, err := selectNetworks(synthetic6(), Selection{Template: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.other) != 1 || f.other[0].Interface != "eth0" || f.other[0].Addr != netip.MustParseAddr("fe80::5%eth0") {
+		t.Fatalf("other = %v, want eth0's IPv6 link", f.other)
+	}
+	if g, _ := selectNetworks(synthetic6(), Selection{Template: all, Ignore: pfx("10.0.0.0/24")}); len(g.other) != 0 {
+		t.Errorf("eth0 ignored, yet its IPv6 link is listened to: %v", g.other)
+	}
+	if g, _ := selectNetworks(synthetic6(), Selection{Template: all, Family: FamilyIPv4}); len(g.other) != 0 {
+		t.Errorf("family ipv4: other = %v", g.other)
+	}
+
+	var logged bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&logged)
+	tr, _ := socketlessTransport(10, limit.Config{})
+	tr.networks, tr.other = f.nets, f.other
+	tr.otherLog = limit.NewLogger(log, limit.LogConfig{Once: true})
+	b, _ := (&tsp.Packet{Type: tsp.MasterUp, Version: tsp.Version, Name: "v6only"}).Marshal()
+	for range 3 {
+		tr.receive(b, nil, parse6, false, netip.MustParseAddrPort("[fe80::99%eth0]:525"), time.Now())
+	}
+	tr.receive(b, nil, parse6, false, netip.MustParseAddrPort("[fe80::99%eth1]:525"), time.Now()) // eth1: no IPv6 here
+	if got := tr.stats.snapshot().Dropped[DropUnknownNetwork]; got != 4 {
+		t.Errorf("dropped as on no network: %d, want 4", got)
+	}
+	if n := strings.Count(logged.String(), "elect a master of their own"); n != 1 {
+		t.Errorf("%d warnings, want one for the source on eth0:\n%s", n, logged.String())
 	}
 }
 
@@ -129,11 +177,11 @@ func TestParseFamily(t *testing.T) {
 // global one on the link it came in by when in one of its prefixes; a
 // routed source, or one that came in elsewhere, is on none.
 func TestNetworkOfIPv6(t *testing.T) {
-	nets, links, err := selectNetworks(synthetic6(), Selection{Template: `. | include "type" "IPv6" | exclude "flags" "loopback"`, Family: FamilyIPv6})
+	f, err := selectNetworks(synthetic6(), Selection{Template: `. | include "type" "IPv6" | exclude "flags" "loopback"`, Family: FamilyIPv6})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &Transport{networks: nets, links: links}
+	tr := &Transport{networks: f.nets, links: f.links}
 	for _, tc := range []struct {
 		from    string
 		ifIndex int

@@ -138,17 +138,26 @@ var ErrNoNetwork = errors.New("no network to serve")
 // template whose output is a list of addresses
 // (`{{ GetAllInterfaces | include "name" "^eth" | join "address" " " }}`).
 func Discover(sel Selection) ([]Network, error) {
-	nets, _, err := discover(sel)
-	return nets, err
+	f, err := discover(sel)
+	return f.nets, err
 }
 
-// discover is Discover, with every network's on-link IPv6 prefixes by
-// interface index: the sources the transport takes as on an IPv6 link
-// besides the link-local ones.
-func discover(sel Selection) ([]Network, map[int][]netip.Prefix, error) {
+// found is what discover found: the networks to serve, each IPv6 one's
+// on-link prefixes by interface index (the sources the transport takes
+// as on the link besides the link-local ones), and the IPv6 links of the
+// interfaces served on IPv4 by the family rule (auto), where the
+// transport listens only to say that IPv6-only daemons are there.
+type found struct {
+	nets  []Network
+	links map[int][]netip.Prefix
+	other []Network
+}
+
+// discover is Discover, with all it found.
+func discover(sel Selection) (found, error) {
 	ifs, err := sockaddr.GetAllInterfaces()
 	if err != nil {
-		return nil, nil, fmt.Errorf("list interfaces: %w", err)
+		return found{}, fmt.Errorf("list interfaces: %w", err)
 	}
 	return selectNetworks(ifs, sel)
 }
@@ -170,10 +179,10 @@ func (c candidate) in(cands []candidate) bool {
 
 // selectNetworks is discover on a given interface list, so that tests can
 // feed it synthetic interfaces.
-func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) ([]Network, map[int][]netip.Prefix, error) {
+func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) (found, error) {
 	useOnly, ignore := sel.UseOnly, sel.Ignore
 	if len(useOnly) > 0 && len(ignore) > 0 {
-		return nil, nil, errors.New("networks to use only (-n) and networks to ignore (-i) cannot be combined")
+		return found{}, errors.New("networks to use only (-n) and networks to ignore (-i) cannot be combined")
 	}
 	family := sel.Family
 	if family == "" {
@@ -184,7 +193,7 @@ func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) ([]Network, map[int][]n
 		group = DefaultGroup
 	}
 	if err := CheckGroup(group); err != nil {
-		return nil, nil, err
+		return found{}, err
 	}
 	tmpl := sel.Template
 	if strings.TrimSpace(tmpl) == "" {
@@ -193,13 +202,13 @@ func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) ([]Network, map[int][]n
 	}
 	addrs, err := evalTemplate(tmpl, ifs)
 	if err != nil {
-		return nil, nil, err
+		return found{}, err
 	}
 	var cands []candidate
 	for _, a := range addrs {
 		cs, err := candidatesFor(a, ifs, group)
 		if err != nil {
-			return nil, nil, err
+			return found{}, err
 		}
 		for _, c := range cs {
 			if !c.in(cands) {
@@ -208,31 +217,35 @@ func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) ([]Network, map[int][]n
 		}
 	}
 	if len(cands) == 0 {
-		return nil, nil, fmt.Errorf("%w: interface selection %q matched no interface with an IPv4 or IPv6 address", ErrNoNetwork, tmpl)
+		return found{}, fmt.Errorf("%w: interface selection %q matched no interface with an IPv4 or IPv6 address", ErrNoNetwork, tmpl)
 	}
 	// The family rule first: it says which network serves a link, and
 	// the filters choose among those.
-	cands = byFamily(cands, family)
+	cands, shadowed := byFamily(cands, family)
 	for _, p := range useOnly {
 		if !slices.ContainsFunc(cands, func(c candidate) bool { return anyAddrIn([]netip.Prefix{p}, c.addrs) }) {
-			return nil, nil, fmt.Errorf("%w: network %v (-n) matches no address of the networks selected with family %s (%s)", ErrNoNetwork, p, family, candidateList(cands))
+			return found{}, fmt.Errorf("%w: network %v (-n) matches no address of the networks selected with family %s (%s)", ErrNoNetwork, p, family, candidateList(cands))
 		}
 	}
-	var nets []Network
-	links := map[int][]netip.Prefix{}
+	f := found{links: map[int][]netip.Prefix{}}
 	for _, c := range cands {
 		if len(useOnly) > 0 && !anyAddrIn(useOnly, c.addrs) || anyAddrIn(ignore, c.addrs) {
 			continue
 		}
-		nets = append(nets, c.Network)
+		f.nets = append(f.nets, c.Network)
 		if c.IPv6() {
-			links[c.Index] = c.onLink
+			f.links[c.Index] = c.onLink
 		}
 	}
-	if len(nets) == 0 {
-		return nil, nil, fmt.Errorf("%w: the -n/-i filters removed every network (%s)", ErrNoNetwork, candidateList(cands))
+	if len(f.nets) == 0 {
+		return found{}, fmt.Errorf("%w: the -n/-i filters removed every network (%s)", ErrNoNetwork, candidateList(cands))
 	}
-	return nets, links, nil
+	for _, c := range shadowed {
+		if slices.ContainsFunc(f.nets, func(n Network) bool { return n.Index == c.Index }) {
+			f.other = append(f.other, c.Network)
+		}
+	}
+	return f, nil
 }
 
 // byFamily applies the family rule: one family per link. With auto, an
@@ -240,17 +253,28 @@ func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) ([]Network, map[int][]n
 // with link-local addresses only (the host side of a container's veth)
 // is not served: a template that did not ask for IPv6 alone would
 // otherwise take every one of them. --family ipv6 serves it.
-func byFamily(cands []candidate, family Family) []candidate {
+//
+// It returns the candidates kept, and apart the IPv6 links that auto left
+// to IPv4.
+func byFamily(cands []candidate, family Family) (kept, shadowed []candidate) {
 	has4 := map[int]bool{}
 	for _, c := range cands {
 		if c.Addr.Is4() {
 			has4[c.Index] = true
 		}
 	}
-	return slices.DeleteFunc(cands, func(c candidate) bool {
-		return c.Addr.Is4() && family == FamilyIPv6 ||
-			c.IPv6() && (family == FamilyIPv4 || family == FamilyAuto && (has4[c.Index] || len(c.onLink) == 0))
-	})
+	for _, c := range cands {
+		switch {
+		case c.Addr.Is4() && family == FamilyIPv6,
+			c.IPv6() && family == FamilyIPv4,
+			c.IPv6() && family == FamilyAuto && !has4[c.Index] && len(c.onLink) == 0:
+		case c.IPv6() && family == FamilyAuto && has4[c.Index]:
+			shadowed = append(shadowed, c)
+		default:
+			kept = append(kept, c)
+		}
+	}
+	return kept, shadowed
 }
 
 func candidateList(cs []candidate) string {

@@ -173,6 +173,6 @@ func TestDiscoverLoopback(t *testing.T) {
 
 // sel is selectNetworks with a template and filters only.
 func sel(ifs sockaddr.IfAddrs, tmpl string, useOnly, ignore []netip.Prefix) ([]Network, error) {
-	nets, _, err := selectNetworks(ifs, Selection{Template: tmpl, UseOnly: useOnly, Ignore: ignore})
-	return nets, err
+	f, err := selectNetworks(ifs, Selection{Template: tmpl, UseOnly: useOnly, Ignore: ignore})
+	return f.nets, err
 }

@@ -125,8 +125,14 @@ type Transport struct {
 	// links are each IPv6 network's on-link prefixes but link-local, by
 	// interface index: the global sources that are on it.
 	links map[int][]netip.Prefix
-	peers []netip.AddrPort
-	log   logrus.FieldLogger
+	// other are the IPv6 links of interfaces served on IPv4 (Family
+	// auto): their group is joined only to hear, and say once per
+	// source, that IPv6-only daemons are there, in a TSP network of their
+	// own.
+	other    []Network
+	otherLog *limit.Logger
+	peers    []netip.AddrPort
+	log      logrus.FieldLogger
 
 	packets   chan Received
 	readers   sync.WaitGroup
@@ -196,15 +202,16 @@ func Listen(cfg Config) (*Transport, error) {
 	if qlen <= 0 {
 		qlen = DefaultQueueLen
 	}
-	nets, links, peers, err := servedNetworks(cfg)
+	found, peers, err := servedNetworks(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tsp: %w", err)
 	}
+	nets := found.nets
 	// The IPv4 socket is always there: loopback's 127.0.0.1 is where
 	// timedc asks a daemon, and where BSD's tools send. The IPv6 one is
 	// where an IPv6 network or peer is served, and opened on the IPv4
 	// one's port (the kernel's choice included).
-	want6 := slices.ContainsFunc(nets, Network.IPv6) || slices.ContainsFunc(peers, func(p netip.AddrPort) bool { return p.Addr().Is6() })
+	want6 := slices.ContainsFunc(nets, Network.IPv6) || len(found.other) > 0 || slices.ContainsFunc(peers, func(p netip.AddrPort) bool { return p.Addr().Is6() })
 	conn, v6, err := listenBoth(netip.AddrPortFrom(laddr, uint16(port)), want6, port == 0)
 	if err != nil {
 		return nil, err
@@ -218,7 +225,7 @@ func Listen(cfg Config) (*Transport, error) {
 	}
 	tx, rcvbuf := setupSocket(conn, cfg.ReceiveBuffer, log)
 	if v6 != nil {
-		if err := v6.setup(nets, cfg.ReceiveBuffer, log); err != nil {
+		if err := v6.setup(append(slices.Clone(nets), found.other...), cfg.ReceiveBuffer, log); err != nil {
 			conn.Close()
 			v6.close()
 			return nil, err
@@ -231,13 +238,15 @@ func Listen(cfg Config) (*Transport, error) {
 		local:    conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		hostname: hostname,
 		networks: nets,
-		links:    links,
+		links:    found.links,
+		other:    found.other,
 		peers:    peers,
 		log:      log,
 		packets:  make(chan Received, qlen),
 		done:     make(chan struct{}),
 		limiter:  limit.NewLimiter(cfg.RateLimit),
 		dropLog:  limit.NewLogger(log, limit.LogConfig{}),
+		otherLog: limit.NewLogger(log, limit.LogConfig{Once: true}),
 		signer:   cfg.Signer,
 		verifier: cfg.Verifier,
 		rcvbuf:   rcvbuf,
@@ -313,28 +322,28 @@ func setupSocket(conn *net.UDPConn, rcvbuf int, log logrus.FieldLogger) (*sockop
 	return tx, granted
 }
 
-// servedNetworks is the one peers network in peers mode, else the
-// discovered ones with their IPv6 links' prefixes.
-func servedNetworks(cfg Config) ([]Network, map[int][]netip.Prefix, []netip.AddrPort, error) {
+// servedNetworks is the one peers network in peers mode, else what
+// discovery found.
+func servedNetworks(cfg Config) (found, []netip.AddrPort, error) {
 	if len(cfg.Peers) == 0 {
-		nets, links, err := discover(Selection{Template: cfg.Interfaces, UseOnly: cfg.UseOnly, Ignore: cfg.Ignore, Family: cfg.Family, Group: cfg.Group})
-		return nets, links, nil, err
+		f, err := discover(Selection{Template: cfg.Interfaces, UseOnly: cfg.UseOnly, Ignore: cfg.Ignore, Family: cfg.Family, Group: cfg.Group})
+		return f, nil, err
 	}
 	if cfg.Interfaces != "" || len(cfg.UseOnly) > 0 || len(cfg.Ignore) > 0 || cfg.Family != "" && cfg.Family != FamilyAuto {
-		return nil, nil, nil, errors.New("peers mode replaces interface discovery: do not combine peers with interfaces, -n/-i filters or a family")
+		return found{}, nil, errors.New("peers mode replaces interface discovery: do not combine peers with interfaces, -n/-i filters or a family")
 	}
 	peers := make([]netip.AddrPort, 0, len(cfg.Peers))
 	for _, p := range cfg.Peers {
 		a := p.Addr().Unmap()
 		if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() || p.Port() == 0 {
-			return nil, nil, nil, fmt.Errorf("peer %v: need a unicast address and a port", p)
+			return found{}, nil, fmt.Errorf("peer %v: need a unicast address and a port", p)
 		}
 		if a.Is6() && a.IsLinkLocalUnicast() && a.Zone() == "" {
-			return nil, nil, nil, fmt.Errorf("peer %v: a link-local address needs its zone, e.g. [fe80::1%%eth0]:525", p)
+			return found{}, nil, fmt.Errorf("peer %v: a link-local address needs its zone, e.g. [fe80::1%%eth0]:525", p)
 		}
 		peers = append(peers, netip.AddrPortFrom(a, p.Port()))
 	}
-	return []Network{{Interface: "peers", Peers: true}}, nil, peers, nil
+	return found{nets: []Network{{Interface: "peers", Peers: true}}}, peers, nil
 }
 
 // listenBoth binds the IPv4 socket at addr and, when want6, the IPv6 one
@@ -760,6 +769,27 @@ func (t *Transport) receive(b, oob []byte, parse pktinfo, truncated bool, from n
 	}
 	t.stats.dropped[reason].Add(1)
 	t.logDrop(reason, r, len(b), err, now)
+	if reason == DropUnknownNetwork {
+		t.otherFamily(r, now)
+	}
+}
+
+// otherFamily warns, once per source, of a TSP datagram over IPv6 from a
+// link this daemon serves on IPv4 (Family auto): the daemons that have
+// only IPv6 there elect a master of their own, which an operator should
+// know of.
+func (t *Transport) otherFamily(r Received, now time.Time) {
+	a := r.From.Addr()
+	i := slices.IndexFunc(t.other, func(n Network) bool {
+		return a.Is6() && (a.Zone() == n.Interface || !a.IsLinkLocalUnicast() && r.IfIndex == n.Index)
+	})
+	if i < 0 {
+		return
+	}
+	const msg = "tsp: TSP over IPv6 on a link this daemon serves on IPv4 (family auto): the daemons there with IPv6 only elect a master of their own; give this link's dual-stack daemons --family ipv6 to join them (BSD daemons stay on IPv4)"
+	if e := t.otherLog.Entry(limit.Key{Msg: msg, Source: a}, now); e != nil {
+		e.WithFields(logrus.Fields{"from": r.From.String(), "interface": t.other[i].Interface}).Warn(msg)
+	}
 }
 
 // logDrop logs a dropped datagram at debug level, at most once a minute
