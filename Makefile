@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 GOFILES      = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
 
-.PHONY: all build demo bench-ring bench-flood bench-net test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
+.PHONY: all build demo bench-ring bench-flood bench-net bench-defaults test check tools fmt-check vet staticcheck unit bench fuzz install clean man deb deb-test summary-start summary
 
 # Recipes run under bash with pipefail: test output goes through
 # testsummary, and a failing go test must fail the pipe.
@@ -30,9 +30,10 @@ demo: build
 
 ## test: formatting, vet, staticcheck, and every test under the race detector;
 ## the Debian package's checks (make deb-test); then the end-to-end suite
-## (make e2e) when a Docker engine is reachable; at the end, a summary of
-## what ran, what failed and what was skipped, and why
-test: summary-start tools fmt-check vet staticcheck unit deb-test e2e-if-docker summary
+## (make e2e) when a Docker engine is reachable, and the package under a
+## real systemd (make e2e-systemd); at the end, a summary of what ran,
+## what failed and what was skipped, and why
+test: summary-start tools fmt-check vet staticcheck unit deb-test e2e-if-docker e2e-systemd summary
 
 ## check: the quick loop: formatting, vet, staticcheck and the unit and
 ## integration tests (race, -short: the flood and the larger simulations
@@ -125,6 +126,37 @@ e2e-if-docker:
 	else msg="e2e: no Docker engine reachable (docker info failed): end-to-end suite not run"; \
 		echo "$$msg"; mkdir -p $(BUILD); echo "$$msg" >> $(SUMMARY); fi
 
+## e2e-systemd: the package under a real systemd (tests/vmsystemd, build
+## tag vm): the .deb of make deb installed and checked in a QEMU guest
+## (TCG) booting a minimal Debian with systemd on Debian's kernel, cached
+## in $(VM_CACHE) (debootstrap once, by tests/vmsystemd/rootfs.sh; the
+## kernel by tests/vm/assets.sh), its NIC a tap in a network namespace
+## (tvs$(E2E_RUN)) where bin/timed --clock dry-run is the master; the
+## figures as a table at the end. Needs root and /dev/net/tun; without
+## them, or without qemu, the test skips and the summary says why.
+.PHONY: e2e-systemd e2e-systemd-tools
+VM_CACHE      ?= /var/cache/timed-vm
+VMSYS_FIGURES  = /tmp/timed-vmsys-$(E2E_RUN).figures
+e2e-systemd: build deb e2e-systemd-tools
+	$(GO) vet -tags vm ./tests/vmsystemd/ && $(GO) run $(STATICCHECK) -tags vm ./tests/vmsystemd/
+	@trap 'ip netns del tvs$(E2E_RUN) 2>/dev/null || true' EXIT; trap 'exit 130' INT TERM; \
+	status=0; \
+	TIMED_DEB=$(abspath $(DEB)) TIMED_E2E_SYSTEMD_BIN=$(abspath $(BIN)) TIMED_VM_CACHE=$(VM_CACHE) \
+	TIMED_E2E_SYSTEMD_RUN=$(E2E_RUN) TIMED_E2E_SYSTEMD_FIGURES=$(VMSYS_FIGURES) \
+		$(GO) test -tags vm -count=1 -json -timeout 25m ./tests/vmsystemd 2>&1 | $(TESTSUM) -label "systemd VM suite" || status=$$?; \
+	echo; echo "== systemd VM figures (run $(E2E_RUN)) =="; cat $(VMSYS_FIGURES) 2>/dev/null || echo "(none recorded)"; \
+	rm -f $(VMSYS_FIGURES); exit $$status
+
+## e2e-systemd-tools: qemu-system-x86, debootstrap, e2fsprogs (mkfs.ext4)
+## and cpio from Debian's packages where missing; where they cannot be
+## installed the suite skips, saying which is missing
+e2e-systemd-tools:
+	@need=; for t in qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap mkfs.ext4:e2fsprogs cpio:cpio ip:iproute2; do \
+		command -v $${t%%:*} >/dev/null || need="$$need $${t#*:}"; done; \
+	[ -z "$$need" ] || { echo "installing$$need (for make e2e-systemd)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null || \
+		echo "e2e-systemd: could not install$$need: the suite will skip" >&2; }
+
 ## e2e-clean E2E_RUN=…: remove whatever a run left (containers, networks)
 e2e-clean:
 	@ids=$$(docker ps -aq --filter label=$(E2E_LABEL)); [ -z "$$ids" ] || docker rm -f -v $$ids >/dev/null
@@ -164,6 +196,13 @@ BENCH_NET_FAMILY ?= ipv4
 bench-net: build
 	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY)
 
+## bench-defaults: issue 20's figures in virtual time (simsync's
+## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the
+## fast profile and BSD-equivalent settings, N = 5, 20, 50, 30 simulated
+## minutes of clocks wandering as typical crystals
+bench-defaults:
+	$(GO) test -run '^$$' -bench '^BenchmarkDefaults$$' -benchtime 1x ./clocksync/simsync | sed -n 's/^ *simsync_bench_test.go:[0-9]*: //p'
+
 ## bench-ring: ring-election messages, bits and time against each paper's
 ## bound for n = 2^3 … 2^16, and bench-ring.png (messages/(n log2 n) vs n)
 bench-ring:
@@ -193,7 +232,7 @@ man: build
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timed gen-docs $(DOCS)
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/timedc gen-docs $(DOCS)
 
-## install: binaries, units (timed, timed-wait), the ntp-units.d entry,
+## install: binaries, units (timed, timed-wait, timed-reference), the ntp-units.d entry,
 ## sysusers and tmpfiles entries, an example config
 ## (kept if one is there), man pages and completions; then it prints what an
 ## admin does next (README, "Installing")
@@ -213,6 +252,7 @@ install: build man
 	install -m 0755 $(BIN)/timedc $(DESTDIR)$(PREFIX)/bin/timedc
 	sed 's#/usr/local/sbin/timed#$(PREFIX)/sbin/timed#' systemd/timed.service > $(DESTDIR)$(UNITDIR)/timed.service
 	sed 's#/usr/local/bin/timedc#$(PREFIX)/bin/timedc#' systemd/timed-wait.service > $(DESTDIR)$(UNITDIR)/timed-wait.service
+	sed 's#/usr/local/sbin/timed#$(PREFIX)/sbin/timed#' systemd/timed-reference.service > $(DESTDIR)$(UNITDIR)/timed-reference.service
 	install -m 0644 systemd/50-timed.list $(DESTDIR)/usr/lib/systemd/ntp-units.d/50-timed.list
 	install -m 0644 systemd/timed.sysusers $(DESTDIR)/usr/lib/sysusers.d/timed.conf
 	install -m 0644 systemd/timed.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/timed.conf
@@ -230,6 +270,7 @@ install: build man
 	@echo "  \$${EDITOR:-vi} /etc/timed/timed.yaml       # master, trusted hosts, auth: see timed.yaml(5)"
 	@echo "  systemctl enable --now timed"
 	@echo "  systemctl enable timed-wait            # optional: hold time-sync.target until synchronised (3 min at most)"
+	@echo "  (a reference host beside chrony or ntpd: systemctl enable --now timed-reference instead of timed; README, \"UTC on the LAN\")"
 	@echo "  usermod -aG timed ADMIN                # who may run timedc status and step (socket mode 0660)"
 
 ## deb: build/timed_VERSION_ARCH.deb (VERSION from git describe,

@@ -64,6 +64,11 @@ type KernelSync struct {
 	MaxError, EstError time.Duration
 }
 
+// KernelMaxErrorGrowthPPM is how fast the kernel grows maxerror between
+// the updates of the program that keeps the clock (MAXFREQ: 500 µs a
+// second, second_overflow in kernel/time/ntp.c).
+const KernelMaxErrorGrowthPPM = 500
+
 // MaxKernelError is the kernel's NTP_PHASE_LIMIT (16 s): a maxerror at or
 // beyond it means unsynchronised, as chrony's MAX_SYNC_ERROR.
 const MaxKernelError = 16 * time.Second
@@ -108,7 +113,7 @@ func checkFrequency(ppm float64) error {
 }
 
 // ClockChoices documents the accepted --clock values, for help texts.
-const ClockChoices = "system | dry-run | sim:offset=±DUR,drift=±Nppm"
+const ClockChoices = "system | dry-run | sim:offset=±DUR,drift=±Nppm[,wander=Nppm,temp=Nppm,period=DUR,seed=N]"
 
 // ParseClock builds the Clock a `--clock` value names:
 //

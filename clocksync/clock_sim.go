@@ -37,15 +37,18 @@ type SimConfig struct {
 	Offset   time.Duration // initial offset from the source's time
 	DriftPPM float64       // natural frequency error, positive = runs fast
 	SlewPPM  float64       // slew rate of Adjust; 0 means MaxSlewPPM (adjtime's 500 ppm)
+	// Osc is how the frequency wanders around DriftPPM; the zero value:
+	// not at all (a constant drift, exact arithmetic).
+	Osc Oscillator
 }
 
 // MaxSimDriftPPM bounds the drift a simulated clock accepts (10 %).
 const MaxSimDriftPPM = 100_000
 
 // SimClock is a simulated clock: source time plus its own offset, drifting
-// at DriftPPM plus whatever frequency correction was set, slewed by Adjust at
-// no more than SlewPPM (500 ppm by default, like adjtime). It is safe for
-// concurrent use.
+// at DriftPPM plus whatever frequency correction was set, and wandering
+// around that as its Oscillator says, slewed by Adjust at no more than
+// SlewPPM (500 ppm by default, like adjtime). It is safe for concurrent use.
 type SimClock struct {
 	src TimeSource
 
@@ -56,6 +59,10 @@ type SimClock struct {
 	drift   float64   // ppm
 	freq    float64   // ppm, set by SetFrequency
 	slew    float64   // ppm
+
+	osc      *oscillator // nil: constant drift
+	origin   time.Time   // source time the oscillator's phase counts from
+	oscPhase float64     // its phase at last, ns
 }
 
 // NewSimClock returns a simulated clock over src.
@@ -64,7 +71,9 @@ func NewSimClock(src TimeSource, cfg SimConfig) *SimClock {
 	if slew <= 0 {
 		slew = MaxSlewPPM
 	}
-	return &SimClock{src: src, last: src.Now(), off: float64(cfg.Offset), drift: cfg.DriftPPM, slew: slew}
+	now := src.Now()
+	return &SimClock{src: src, last: now, off: float64(cfg.Offset), drift: cfg.DriftPPM, slew: slew,
+		osc: newOscillator(cfg.Osc), origin: now}
 }
 
 // advance brings the state to source time now. Called with mu held.
@@ -75,6 +84,11 @@ func (c *SimClock) advance(now time.Time) {
 	}
 	c.last = now
 	c.off += (c.drift + c.freq) * 1e-6 * dt
+	if c.osc != nil {
+		p := c.osc.phase(float64(now.Sub(c.origin)))
+		c.off += p - c.oscPhase
+		c.oscPhase = p
+	}
 	if c.pending != 0 {
 		maxSlew := c.slew * 1e-6 * dt
 		if math.Abs(c.pending) <= maxSlew {
@@ -145,14 +159,31 @@ func (c *SimClock) State() (ClockState, error) {
 	defer c.mu.Unlock()
 	now := c.src.Now()
 	c.advance(now)
+	detail := fmt.Sprintf("offset %v, drift %+g ppm", time.Duration(math.Round(c.off)), c.drift)
+	if c.osc != nil {
+		detail += fmt.Sprintf(" (wandering: %+.4f ppm now)", c.drift+c.osc.frequencyAt(float64(now.Sub(c.origin))))
+	}
 	return ClockState{
 		Kind:         "sim",
 		Now:          now.Add(time.Duration(math.Round(c.off))),
 		PendingSlew:  time.Duration(math.Round(c.pending)),
 		FrequencyPPM: c.freq,
 		Synchronized: true,
-		Detail:       fmt.Sprintf("offset %v, drift %+g ppm", time.Duration(math.Round(c.off)), c.drift),
+		Detail:       detail,
 	}, nil
+}
+
+// NaturalPPM is the clock's own frequency error now, without the
+// correction SetFrequency set: the drift, plus the oscillator's wander.
+func (c *SimClock) NaturalPPM() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.src.Now()
+	c.advance(now)
+	if c.osc == nil {
+		return c.drift
+	}
+	return c.drift + c.osc.frequencyAt(float64(now.Sub(c.origin)))
 }
 
 // Offset is the clock's current offset from its source's time: the "truth"
@@ -164,13 +195,16 @@ func (c *SimClock) Offset() time.Duration {
 	return time.Duration(math.Round(c.off))
 }
 
-// ParseSimSpec parses "sim:offset=+350ms,drift=-40ppm[,slew=500ppm]". Keys
-// may come in any order, each at most once; missing keys are zero (slew:
-// 500 ppm). "sim" alone is a clock without offset or drift.
+// ParseSimSpec parses
+// "sim:offset=+350ms,drift=-40ppm[,slew=500ppm][,wander=0.03ppm,temp=1ppm,period=24h,seed=7]".
+// Keys may come in any order, each at most once; missing keys are zero
+// (slew: 500 ppm; period: 24 h; seed: 0). wander, temp, period and seed
+// make the frequency wander like a real crystal's (Oscillator): "sim"
+// without them keeps a constant drift.
 func ParseSimSpec(spec string) (SimConfig, error) {
 	var cfg SimConfig
 	bad := func(format string, a ...any) (SimConfig, error) {
-		return SimConfig{}, fmt.Errorf("%w %q: %s (want sim:offset=+350ms,drift=-40ppm)", ErrBadClockSpec, spec, fmt.Sprintf(format, a...))
+		return SimConfig{}, fmt.Errorf("%w %q: %s (want sim:offset=+350ms,drift=-40ppm[,wander=0.03ppm,temp=1ppm,period=24h,seed=7])", ErrBadClockSpec, spec, fmt.Sprintf(format, a...))
 	}
 	rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "sim")
 	if !ok {
@@ -205,26 +239,49 @@ func ParseSimSpec(spec string) (SimConfig, error) {
 				return bad("offset %q is not a duration such as +350ms or -1.5s", v)
 			}
 			cfg.Offset = d
-		case "drift", "slew":
+		case "drift", "slew", "wander", "temp":
 			num := strings.TrimSuffix(strings.ToLower(v), "ppm")
 			p, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 			if err != nil || math.IsNaN(p) || math.IsInf(p, 0) {
 				return bad("%s %q is not a number of ppm such as -40ppm", k, v)
 			}
-			if k == "drift" {
+			switch k {
+			case "drift":
 				if math.Abs(p) > MaxSimDriftPPM {
 					return bad("drift %g ppm beyond ±%d ppm", p, MaxSimDriftPPM)
 				}
 				cfg.DriftPPM = p
-			} else {
+			case "slew":
 				if p <= 0 || p > MaxSimDriftPPM {
 					return bad("slew %g ppm must be in (0, %d]", p, MaxSimDriftPPM)
 				}
 				cfg.SlewPPM = p
+			case "wander":
+				cfg.Osc.WanderPPM = p
+			case "temp":
+				cfg.Osc.TempPPM = p
 			}
+		case "period":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return bad("period %q is not a duration such as 24h", v)
+			}
+			if d < MinTempPeriod || d > MaxTempPeriod {
+				return bad("period %v out of range: want %v to %v", d, MinTempPeriod, MaxTempPeriod)
+			}
+			cfg.Osc.TempPeriod = d
+		case "seed":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return bad("seed %q is not a whole number from 0 to %d", v, uint64(math.MaxUint64))
+			}
+			cfg.Osc.Seed = n
 		default:
-			return bad("unknown setting %q (known: offset, drift, slew)", k)
+			return bad("unknown setting %q (known: offset, drift, slew, wander, temp, period, seed)", k)
 		}
+	}
+	if err := cfg.Osc.Check(); err != nil {
+		return bad("%v", err)
 	}
 	return cfg, nil
 }

@@ -2,6 +2,7 @@ package clocksync
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,12 @@ func TestParseSimSpec(t *testing.T) {
 		"sim:drift=12.5,offset=-1.5s":     {Offset: -1500 * time.Millisecond, DriftPPM: 12.5},
 		" sim: offset = 2s , slew=100ppm": {Offset: 2 * time.Second, SlewPPM: 100},
 		"sim:drift=5000ppm":               {DriftPPM: 5000},
+		// The oscillator (oscillator.go).
+		"sim:wander=0.03ppm":                      {Osc: Oscillator{WanderPPM: 0.03}},
+		"sim:drift=4,temp=1ppm,period=12h,seed=7": {DriftPPM: 4, Osc: Oscillator{TempPPM: 1, TempPeriod: 12 * time.Hour, Seed: 7}},
+		"sim:seed=18446744073709551615":           {Osc: Oscillator{Seed: math.MaxUint64}},
+		"sim:wander=10,temp=100,period=1m":        {Osc: Oscillator{WanderPPM: 10, TempPPM: 100, TempPeriod: time.Minute}},
+		"sim:wander=0,temp=0":                     {},
 	}
 	for spec, want := range good {
 		got, err := ParseSimSpec(spec)
@@ -140,6 +147,22 @@ func TestParseSimSpec(t *testing.T) {
 		"sim:colour=blue":         "unknown setting",
 		"sim:offset=1s,,drift=1":  "empty setting",
 		"sim:slew=0ppm":           "must be in",
+		// The oscillator: each option named, with its range.
+		"sim:wander=-0.1ppm":     "wander -0.1 ppm out of range: want 0 to 10 ppm",
+		"sim:wander=11":          "wander 11 ppm out of range: want 0 to 10 ppm",
+		"sim:wander=lots":        "wander \"lots\" is not a number of ppm",
+		"sim:wander=NaN":         "wander \"NaN\" is not a number of ppm",
+		"sim:temp=-1":            "temp -1 ppm out of range: want 0 to 100 ppm",
+		"sim:temp=101ppm":        "temp 101 ppm out of range: want 0 to 100 ppm",
+		"sim:temp=+Inf":          "temp \"+Inf\" is not a number of ppm",
+		"sim:period=30s":         "period 30s out of range: want 1m0s to 8760h0m0s",
+		"sim:period=9000h":       "period 9000h0m0s out of range: want 1m0s to 8760h0m0s",
+		"sim:period=daily":       "period \"daily\" is not a duration",
+		"sim:seed=-1":            "seed \"-1\" is not a whole number from 0 to 18446744073709551615",
+		"sim:seed=1.5":           "seed \"1.5\" is not a whole number",
+		"sim:seed=1,seed=2":      "\"seed\" given twice",
+		"sim:wobble=1ppm":        "known: offset, drift, slew, wander, temp, period, seed",
+		"sim:wander=0.1,wander=": "no value",
 	}
 	for spec, frag := range bad {
 		_, err := ParseSimSpec(spec)

@@ -26,6 +26,8 @@
 //     slave's application of a correction, with the max-step alarm.
 //   - Frequency discipline (discipline.go) and the date path (date.go), both
 //     as pure logic the daemon calls.
+//   - Adaptive sync rounds (interval.go): IntervalController, pure, chooses
+//     the interval between a master's rounds from their corrections.
 //   - clocksync/simsync: the measure → network time → correct loop among
 //     simulated clocks in virtual time, for tests and `make bench`.
 //
@@ -151,6 +153,45 @@
 // sends every new slave, whose up-to-2 ms one-way error is 8 ppm over
 // 240 s, 2 ms a round; with a measured ADJTIME in the first round instead
 // (an election change), the simulator gives 2 rounds there too.
+//
+// # Simulated oscillators
+//
+// A real crystal's frequency is not constant. SimClock's Oscillator adds
+// to the constant drift a random walk of the frequency and a periodic
+// (temperature) term; without them ("sim:offset=…,drift=…") the drift is
+// constant and the arithmetic exact, as the tests of exact values need.
+// The typical values, which benchmarks use (TypicalOscillator), are those
+// of commodity PC and server crystals as NTP users measured them:
+//
+//   - Temperature: Mills (Computer Network Time Synchronization, ch.
+//     "Clock discipline algorithm"): commodity computers do not control
+//     the crystal's temperature, "so the oscillator frequency may vary
+//     over a few parts per million, in the normal course of a day";
+//     ntp:questions, February 2012 ("Frequency Offset"): temperature
+//     sensitivity "usually less than 1 ppm per °C", and three PCs in one
+//     room varying by ±0.7 ppm (−1.5 ppm one day), −0.2…+0.1 ppm and
+//     ±0.01 ppm; Meinberg's knowledge base ("Frequency Offset and
+//     Drift"): the day/night cycle, air conditioning and CPU load move
+//     the crystal's temperature. TypicalTempPPM is ±1 ppm over 24 h.
+//   - Random walk: chrony.conf(5) assumes by default that a clock's
+//     frequency changes by up to 1 ppm between updates on its own
+//     (maxclockerror; 10 for a poor clock, 0.1 for an OCXO); time-nuts,
+//     August 2010 ("pc clock crystal long term variations"): a PC crystal
+//     under ntpd at 1024 s polls stayed within ±0.2 ppm for months; NTP's
+//     "Allan intercept", where a computer clock's Allan deviation stops
+//     falling and the random walk takes over, is of the order of 1000–
+//     2000 s (RFC 5905, ALLAN = 2^11 s). TypicalWanderPPM is an Allan
+//     deviation of 0.03 ppm (3·10⁻⁸) at τ = 1000 s: the frequency moves
+//     by 0.05 ppm in an hour and 0.5 ppm in a day, the size of the
+//     variations above, and about 3 µs of error over one 240 s round.
+//
+// Options in `--clock sim:…`: wander= (ppm, the Allan deviation at
+// τ = 1000 s, 0 to 10), temp= (ppm, 0 to 100), period= (1m to 8760h,
+// default 24h), seed=. The model is deterministic for a seed, whatever the
+// pattern of reads: the walk is drawn on a 1 s grid of source time, its
+// frequency linear in between, the periodic term integrated exactly
+// (TestOscillatorWanderAllanDeviation checks σ_y(τ) = √(qτ/3) at 10, 100
+// and 1000 s; TestOscillatorTemperatureAllanDeviation the sinusoid's).
 //
 // # Outliers
 //

@@ -114,11 +114,35 @@ type Sync struct {
 	// (never beyond max-step). Count 0: off, BSD's slewing.
 	MakeStepThreshold time.Duration
 	MakeStepCount     int
+	// IntervalFloor and IntervalTarget make a master's rounds adaptive
+	// (clocksync.IntervalController): from IntervalFloor up to the
+	// sync-interval, aiming to keep each clock within IntervalTarget
+	// between rounds. A floor equal to the sync-interval is BSD's fixed
+	// rounds (the fast profile's default).
+	IntervalFloor  time.Duration
+	IntervalTarget time.Duration
 	// KernelSyncStatus: with the system clock, the kernel is told whether
 	// the clock is synchronised (STA_UNSYNC, maxerror, esterror), as
 	// ntpd, systemd-timesyncd and chrony with rtcsync tell it.
 	KernelSyncStatus bool
+	// Reference (--reference kernel): this host's clock is kept by
+	// another program (chrony, ntpd, a PTP or GPS stack). timed never
+	// changes it, may be master, and as master serves its own clock as
+	// the network time while the kernel says it is synchronised
+	// (STA_UNSYNC clear, maxerror at most ReferenceMaxError); it stops
+	// claiming (and claims again) only once that has held for
+	// ReferenceHold (timed/reference.go).
+	Reference         bool
+	ReferenceMaxError time.Duration
+	ReferenceHold     time.Duration
 }
+
+// Reference defaults: a maxerror bound a chrony or ntpd following a
+// LAN or Internet server keeps well within, and a hold of a few checks.
+const (
+	DefaultReferenceMaxError = 100 * time.Millisecond
+	DefaultReferenceHold     = time.Minute
+)
 
 // MaxMakeStepCount bounds makestep-count: past a few rounds the clock is
 // synchronised, and steps would only hide a fault.
@@ -159,7 +183,7 @@ type durationKey struct {
 }
 
 var durationKeys = []durationKey{
-	{"sync-interval", "master's sync round (BSD 240s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.SyncInterval }},
+	{"sync-interval", "master's sync round, the longest with adaptive rounds (BSD 240s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.SyncInterval }},
 	{"first-sync", "delay from becoming master to the first round (BSD 3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.FirstSync }},
 	{"election-timeout-min", "lower end of the slave's election timer (BSD 360s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMin }},
 	{"election-timeout-max", "upper end of the slave's election timer (BSD 900s)", 100 * time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Election.ElectionMax }},
@@ -175,6 +199,10 @@ var durationKeys = []durationKey{
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},
 	{"max-step", "corrections above are refused (1000s)", time.Millisecond, 100 * 365 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxStep }},
 	{"makestep-threshold", "while not yet synchronised (the first makestep-count corrections after start or an alarm), corrections at or above are stepped, not slewed (1ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MakeStepThreshold }},
+	{"reference-max-error", "with --reference kernel: the kernel's maxerror at or below which this host claims to be a reference (100ms)", time.Millisecond, clocksync.MaxKernelError, func(c *Config) *time.Duration { return &c.Sync.ReferenceMaxError }},
+	{"reference-hold", "with --reference kernel: how long the kernel's state must stay bad before the host stops claiming reference, and good before it claims again (1m)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.ReferenceHold }},
+	{"sync-interval-min", "shortest sync round: rounds adapt from it up to sync-interval, short while the slaves' frequencies are learnt or the corrections grow; equal to sync-interval: fixed rounds, as BSD (8s; fast profile: sync-interval)", time.Second, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.IntervalFloor }},
+	{"sync-target", "error adaptive rounds aim to keep each clock within between rounds (20µs)", clocksync.MinIntervalTarget, clocksync.MaxIntervalTarget, func(c *Config) *time.Duration { return &c.Sync.IntervalTarget }},
 	{"max-source-influence", "most one host can move the master's network time in a round; 0: no bound, as BSD (50ms)", 0, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.MaxSourceInfluence }},
 }
 
@@ -202,7 +230,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("family", "auto", "address family on a link that has both: auto (IPv4 where the interface has IPv4, where BSD daemons may be; elsewhere IPv6, where it has a global or unique-local address) | ipv4 | ipv6")
 	fs.String("ipv6-group", udp.DefaultGroup.String(), "IPv6 link-local multicast group that stands for broadcast on IPv6 links (ff02::/16)")
 	fs.StringSlice("peers", nil, "host:port, [IPv6]:port or [fe80::1%eth0]:port list; broadcast becomes unicast to these peers")
-	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm")
+	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm[,wander=Nppm,temp=Nppm,period=D,seed=N] (a simulated clock; wander, temp: a crystal's frequency noise)")
 	fs.String("control-socket", DefaultControlSocket, "unix socket for timedc status")
 	fs.String("log-level", "info", "panic | fatal | error | warn | info | debug | trace")
 	fs.String("log-format", "text", "text | json")
@@ -214,6 +242,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int("makestep-count", clocksync.DefaultMakeStep.Count, fmt.Sprintf("how many corrections after start or an alarm may be stepped (makestep-threshold); 0: none, slew as BSD (at most %d)", MaxMakeStepCount))
 	fs.Bool("frequency-discipline", true, "slaves correct their frequency too (false: BSD behaviour)")
 	fs.Bool("kernel-sync-status", true, "with --clock system, tell the kernel whether the clock is synchronised (STA_UNSYNC, maxerror, esterror): what timedatectl and time-sync.target read, and what turns on the kernel's 11-minute RTC updates; false leaves the kernel's state alone")
+	fs.String("reference", "off", "kernel: another program (chrony, ntpd) keeps this host's clock; timed never changes it, may be master, and serves it as the network time while the kernel says it is synchronised | off")
 	fs.String("drift-file", "", "file keeping the frequency estimate (ppm) across restarts: read at start, written hourly and at stop (default: none; the unit sets /var/lib/timed/drift)")
 	fs.String("auth", "off", "packet authentication: off | optional (sign; accept unsigned only from --unsigned-peers) | required")
 	fs.String("auth-keys", "", "key file, chrony's format (ID TYPE KEY), readable by its owner only")
@@ -367,13 +396,27 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Election = defaults("")
 	// MaxSourceInfluence: one host alone never makes the master step.
 	c.Sync = Sync{StepThreshold: 20 * time.Second, MaxStep: 1000 * time.Second, MaxSourceInfluence: clocksync.DefaultMaxSourceInfluence,
-		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold}
+		MakeStepThreshold: clocksync.DefaultMakeStep.Threshold,
+		ReferenceMaxError: DefaultReferenceMaxError, ReferenceHold: DefaultReferenceHold,
+		IntervalFloor: clocksync.DefaultIntervalFloor, IntervalTarget: clocksync.DefaultIntervalTarget}
+	if c.Profile == "fast" {
+		c.Sync.IntervalFloor = c.Election.SyncInterval // fixed 4 s rounds
+	}
 
 	c.MayBeMaster = r.boolean("master")
 	c.Trusted = r.list("trusted", "a list of host names or addresses")
 	if len(c.Trusted) > 0 {
 		c.MayBeMaster = true // BSD: -F implies -M
 	}
+	switch ref := r.scalar("reference", "kernel or off"); ref {
+	case "kernel":
+		c.Sync.Reference = true
+		c.MayBeMaster = true // a reference is master-capable
+	case "off":
+	default:
+		bad("reference", ref, "kernel or off", nil)
+	}
+	c.Election.Reference = c.Sync.Reference
 	c.Election.MayBeMaster = c.MayBeMaster // the daemon resolves Trusted to addresses
 	c.Networks = prefixes(r, "networks")
 	c.IgnoreNetworks = prefixes(r, "ignore-networks")
@@ -411,6 +454,10 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 	c.Clock = r.scalar("clock", clocks)
 	if c.Clock != "system" && c.Clock != "dry-run" && !strings.HasPrefix(c.Clock, "sim:") && c.Clock != "sim" {
 		bad("clock", c.Clock, clocks, nil)
+	}
+	if c.Sync.Reference && c.Clock != "system" {
+		// Only the system clock has a kernel state to judge the claim by.
+		bad("reference", "kernel", "off unless clock is system (a reference reads the kernel's sync state)", nil)
 	}
 	c.ControlSocket = r.scalar("control-socket", "a path")
 	const levels = "panic, fatal, error, warn, info, debug or trace"
@@ -455,6 +502,12 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 		t.set[k.key] = raw
 	}
 	r.errs = append(r.errs, t.derive()...)
+	r.errs = append(r.errs, t.floor(c.Profile)...)
+	if c.Sync.IntervalFloor < c.Election.SyncInterval {
+		// Adaptive rounds: a slave that joins is measured within the
+		// floor, not at the next round up to sync-interval away.
+		c.Election.JoinSync = c.Sync.IntervalFloor
+	}
 	for i := 1; i < len(c.Election.Retransmit); i++ {
 		c.Election.Retransmit[i] = 2 * c.Election.Retransmit[i-1]
 	}
@@ -532,7 +585,8 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
 		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline), "drift-file": c.Sync.DriftFile,
 		"makestep-count": strconv.Itoa(c.Sync.MakeStepCount), "kernel-sync-status": strconv.FormatBool(c.Sync.KernelSyncStatus),
-		"auth": c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
+		"reference": referenceValue(c.Sync.Reference),
+		"auth":      c.Auth.Mode.String(), "auth-keys": c.Auth.KeyFile, "auth-sign-key": strconv.FormatUint(uint64(c.Auth.SignKey), 10),
 		"unsigned-peers": joinPrefixes(c.Auth.UnsignedPeers), "auth-window": c.Auth.Window.String(), "state-dir": c.Auth.StateDir,
 	}
 	for _, k := range durationKeys {
@@ -626,4 +680,12 @@ func checkHostPort(s string) error {
 		return fmt.Errorf("port %q out of range", port)
 	}
 	return nil
+}
+
+// referenceValue is the reference key's value as written.
+func referenceValue(on bool) string {
+	if on {
+		return "kernel"
+	}
+	return "off"
 }

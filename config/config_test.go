@@ -54,6 +54,7 @@ func TestDefaultsAreBSD(t *testing.T) {
 	}
 	want := election.DefaultConfig("")
 	want.MayBeMaster = false
+	want.JoinSync = c.Sync.IntervalFloor // adaptive rounds, on by default (TestAdaptiveRoundDefaults)
 	if !reflect.DeepEqual(c.Election, want) {
 		t.Fatalf("timers %+v, want BSD's %+v", c.Election, want)
 	}
@@ -150,6 +151,46 @@ func TestIPv6Values(t *testing.T) {
 	}
 }
 
+// Adaptive rounds: on by default (floor 8 s under BSD's 240 s ceiling),
+// fixed with the fast profile (floor = its 4 s), and an unset floor
+// follows a shorter sync-interval down instead of failing.
+func TestAdaptiveRoundDefaults(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		floor, ceil  time.Duration
+		target       time.Duration
+		derivedFloor bool
+	}{
+		{nil, 8 * time.Second, 240 * time.Second, 20 * time.Microsecond, false},
+		{[]string{"--profile", "fast"}, 4 * time.Second, 4 * time.Second, 20 * time.Microsecond, false},
+		{[]string{"--profile", "fast", "--sync-interval", "10s"}, 10 * time.Second, 10 * time.Second, 20 * time.Microsecond, true},
+		{[]string{"--sync-interval", "5s"}, 5 * time.Second, 5 * time.Second, 20 * time.Microsecond, true},
+		{[]string{"--sync-interval", "500s", "--sync-target", "50us"}, 8 * time.Second, 500 * time.Second, 50 * time.Microsecond, false},
+		{[]string{"--sync-interval-min", "240s"}, 240 * time.Second, 240 * time.Second, 20 * time.Microsecond, false},
+	} {
+		cfg, fs, err := load(t, "", c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		join := c.floor
+		if c.floor == c.ceil {
+			join = 0
+		}
+		if cfg.Election.JoinSync != join {
+			t.Errorf("%v: JoinSync %v, want %v (the floor of adaptive rounds)", c.args, cfg.Election.JoinSync, join)
+		}
+		if cfg.Sync.IntervalFloor != c.floor || cfg.Election.SyncInterval != c.ceil || cfg.Sync.IntervalTarget != c.target {
+			t.Errorf("%v: floor %v, sync-interval %v, target %v; want %v, %v, %v", c.args,
+				cfg.Sync.IntervalFloor, cfg.Election.SyncInterval, cfg.Sync.IntervalTarget, c.floor, c.ceil, c.target)
+		}
+		for _, s := range Effective(fs, cfg) {
+			if s.Key == "sync-interval-min" && (s.Source == "derived") != c.derivedFloor {
+				t.Errorf("%v: sync-interval-min %+v, derived %v", c.args, s, c.derivedFloor)
+			}
+		}
+	}
+}
+
 func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -179,6 +220,17 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 		{nil, "port: many\n", `invalid port "many"`},
 		{nil, "frequency-discipline: maybe\n", `invalid frequency-discipline "maybe": accepted: true or false`},
 		{[]string{"--max-source-influence", "-1ms"}, "", `invalid max-source-influence "-1ms": accepted: a Go duration from 0s to 24h0m0s`},
+		{[]string{"--reference", "chrony"}, "", `invalid reference "chrony": accepted: kernel or off`},
+		{[]string{"--reference", "kernel", "--clock", "dry-run"}, "", `invalid reference "kernel": accepted: off unless clock is system`},
+		{nil, "reference: gps\n", `invalid reference "gps": accepted: kernel or off`},
+		{[]string{"--reference-max-error", "20s"}, "", `invalid reference-max-error "20s": accepted: a Go duration from 1ms to 16s`},
+		{[]string{"--reference-hold", "-1s"}, "", `invalid reference-hold "-1s": accepted: a Go duration from 0s to 24h0m0s`},
+		{[]string{"--sync-interval-min", "500ms"}, "", `invalid sync-interval-min "500ms": accepted: a Go duration from 1s to 24h0m0s`},
+		{[]string{"--sync-interval-min", "often"}, "", `invalid sync-interval-min "often": accepted: a Go duration from 1s to 24h0m0s`},
+		{[]string{"--sync-interval-min", "300s"}, "", `invalid sync-interval-min "300s": accepted: at most sync-interval (4m0s)`},
+		{[]string{"--sync-interval-min", "20s", "--sync-interval", "10s"}, "", `invalid sync-interval-min "20s": accepted: at most sync-interval (10s)`},
+		{[]string{"--sync-target", "0"}, "", `invalid sync-target "0": accepted: a Go duration from 1µs to 1s`},
+		{nil, "sync-target: 2s\n", `invalid sync-target "2s": accepted: a Go duration from 1µs to 1s`},
 	}
 	for _, c := range cases {
 		_, _, err := load(t, c.file, c.args...)
@@ -254,6 +306,28 @@ func TestMaxSourceInfluence(t *testing.T) {
 		if cfg.Sync.MaxSourceInfluence != c.want {
 			t.Errorf("%v: max-source-influence %v, want %v", c.args, cfg.Sync.MaxSourceInfluence, c.want)
 		}
+	}
+}
+
+// TestReference: off unless set; kernel makes the host master-capable
+// and keeps the health bounds' defaults unless they are set.
+func TestReference(t *testing.T) {
+	cfg, _, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sync.Reference || cfg.MayBeMaster {
+		t.Errorf("default: reference %v, master %v; want both off", cfg.Sync.Reference, cfg.MayBeMaster)
+	}
+	cfg, _, err = load(t, "reference: kernel\nreference-max-error: 20ms\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Sync.Reference || !cfg.MayBeMaster || !cfg.Election.MayBeMaster {
+		t.Errorf("reference kernel: reference %v, master %v/%v; want all on", cfg.Sync.Reference, cfg.MayBeMaster, cfg.Election.MayBeMaster)
+	}
+	if cfg.Sync.ReferenceMaxError != 20*time.Millisecond || cfg.Sync.ReferenceHold != DefaultReferenceHold {
+		t.Errorf("reference bounds %v, hold %v; want 20ms and %v", cfg.Sync.ReferenceMaxError, cfg.Sync.ReferenceHold, DefaultReferenceHold)
 	}
 }
 

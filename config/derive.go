@@ -318,3 +318,22 @@ func (t *timers) orderError(o order) error {
 	}
 	return &Error{Key: k, Value: t.set[k], Accepted: "a value that leaves room for " + t.describe(o.lo) + rel + t.describe(o.hi)}
 }
+
+// floor keeps sync-interval-min at or below sync-interval: an unset
+// floor follows the sync interval down (and, with the fast profile,
+// equals it: fixed rounds); one the user set above it is an error.
+func (t *timers) floor(profile string) []error {
+	const key = "sync-interval-min"
+	floor, ceiling := t.get(key), t.get("sync-interval")
+	if _, set := t.set[key]; set {
+		if floor > ceiling {
+			return []error{&Error{Key: key, Value: t.set[key], Accepted: fmt.Sprintf("at most sync-interval (%v)", ceiling)}}
+		}
+		return nil
+	}
+	if floor > ceiling || profile == "fast" && floor != ceiling {
+		t.put(key, ceiling)
+		t.from[key] = "sync-interval"
+	}
+	return nil
+}

@@ -41,6 +41,12 @@ type Config struct {
 	// it keeps polling with MASTERREQ.
 	MayBeMaster bool
 
+	// Reference: a reference host (package documentation, References):
+	// it may be master only while the runtime says it claims to be one
+	// (Host.SetReference), whatever MayBeMaster says, and its claim
+	// orders it before hosts that do not claim. A Host's alone.
+	Reference bool
+
 	// Trusted is BSD's -F list resolved to addresses (the runtime resolves
 	// the host names): the sources that may be master. Port 0 matches any
 	// port. It is matched against the packet's source address, never its
@@ -132,6 +138,13 @@ type Config struct {
 
 	// ResolveRounds bounds the RESOLVE rounds of a master in Conflict (3).
 	ResolveRounds int
+
+	// JoinSync, if positive, brings the master's next round forward to at
+	// most JoinSync after a slave joins (a SLAVEUP answered with SETTIME
+	// at once): adaptive rounds, whose controller then goes to its floor
+	// while the newcomer's frequency is learnt. 0: the newcomer waits for
+	// the next round, as in BSD. At most SyncInterval.
+	JoinSync time.Duration
 
 	// MaxSlaves bounds the master's slave table (BSD NHOSTS: 1013), so a
 	// flood of SLAVEUPs under forged names cannot grow it without end.
@@ -266,6 +279,8 @@ func (c *Config) Validate() error {
 		return invalid("ResolveRounds", "is %d, must be ≥ 1", c.ResolveRounds)
 	case c.MaxSlaves < 1:
 		return invalid("MaxSlaves", "is %d, must be ≥ 1", c.MaxSlaves)
+	case c.JoinSync < 0 || c.JoinSync > c.SyncInterval:
+		return invalid("JoinSync", "is %v, must be in [0, SyncInterval=%v] (0: off)", c.JoinSync, c.SyncInterval)
 	}
 	for i, d := range c.Retransmit {
 		if d <= 0 {

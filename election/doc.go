@@ -37,6 +37,10 @@
 //     be measured and counts as a failed round. Every round must be
 //     answered (ZeroResult when there is no clock layer): the ADJTIMEs
 //     are what keep the slaves' election timers from running out.
+//     SyncResult.Next, when set, starts the next round that long after
+//     this one began (adaptive rounds; at most SyncInterval); a slave's
+//     correction of an earlier round still unanswered is then cancelled,
+//     lest a retransmission land after the newer one.
 //   - AdjustClock / SetClock: a slave's master sent ADJTIME / SETTIME (new
 //     sequence number): slew by Delta, or set to Time.
 //
@@ -220,6 +224,21 @@
 //   - With several networks and no slavenet one round votes (the lowest
 //     index); BSD's master voted once for all its networks, with every
 //     slave in one table.
+//
+// # References
+//
+// A host whose clock another program keeps on UTC (Config.Reference;
+// timed's --reference kernel) may be master only while its runtime says
+// it claims to be a reference (Host.SetReference). Its claim, announced
+// in our version-2 tsp.ExtReference (TellReference, ReferenceHeard),
+// orders masters before time sources and names: a claiming reference
+// outranks a host that does not claim, and of two the smaller kernel
+// maxerror (by powers of two of a millisecond), then the lower name,
+// wins. It takes over a network whose master it outranks, and gives up
+// what it masters when its claim ends. reference.go has the rules;
+// election/simnet's reference tests check preference, two references,
+// step-down and return, and peers that drop version 2, with the
+// invariants. BSD's daemons see an ordinary master.
 //
 // # Departures from the paper and from FreeBSD, and why
 //

@@ -56,6 +56,11 @@ type SyncResult struct {
 	// time.
 	Own         time.Duration
 	Corrections []Correction
+	// Next, if positive, is when the next round begins, from the start
+	// of this one: adaptive rounds (clocksync.IntervalController). It is
+	// capped at SyncInterval, which is also the interval when Next is 0
+	// (BSD's fixed rounds).
+	Next time.Duration
 }
 
 // ZeroResult answers a round without measuring: every slave is corrected
@@ -96,6 +101,9 @@ func (e TimerFired) String() string  { return "timer " + e.ID.String() }
 func (e SyncResult) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sync-result round=%d own=%v", e.Round, e.Own)
+	if e.Next > 0 {
+		fmt.Fprintf(&b, " next=%v", e.Next)
+	}
 	for _, c := range e.Corrections {
 		fmt.Fprintf(&b, " %s:%v", c.Name, c.Delta)
 	}

@@ -34,6 +34,12 @@ type Host struct {
 
 	out      []NetAction
 	silenced map[int]bool // networks ignored or taken over during this step
+
+	// reference: a reference host (Config.Reference), eligible only
+	// while it claims (reference.go); claim and claimErr are its claim.
+	reference bool
+	claim     bool
+	claimErr  time.Duration
 }
 
 // NetAction is one action of a Host: Action belongs to the network with
@@ -106,6 +112,10 @@ type hostNet struct {
 	asked   map[netip.AddrPort]askedSource
 	told    map[netip.AddrPort]toldSource
 	waitFor Peer
+	// refs: the references' claims heard here (reference.go); toldRef:
+	// when ours was last announced here.
+	refs    map[netip.AddrPort]heardRef
+	toldRef time.Time
 }
 
 type heardLoop struct {
@@ -146,7 +156,12 @@ func NewHost(cfgs []Config, rng *rand.Rand) (*Host, error) {
 			return nil, fmt.Errorf("network %d: %w", i, err)
 		}
 		m.rank = func(from netip.AddrPort, name string) int { return h.rivalRank(i, from, name) }
-		h.nets = append(h.nets, &hostNet{cfg: m.cfg, m: m,
+		if c.Reference {
+			// Eligible only while it claims (SetReference).
+			h.reference = true
+			m.cfg.MayBeMaster = false
+		}
+		h.nets = append(h.nets, &hostNet{cfg: m.cfg, m: m, refs: map[netip.AddrPort]heardRef{},
 			loops: map[netip.AddrPort]map[string]heardLoop{}, since: map[netip.AddrPort]time.Time{},
 			asked: map[netip.AddrPort]askedSource{}, told: map[netip.AddrPort]toldSource{}})
 	}
@@ -287,6 +302,8 @@ func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 		h.sourceQuery(net, e)
 	case SourceAnswer:
 		h.sourceAnswer(net, e)
+	case ReferenceHeard:
+		h.referenceHeard(net, e)
 	case TimerFired:
 		if e.ID == TimerLook {
 			h.look(net)
@@ -306,6 +323,7 @@ func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 		}
 	}
 	h.reconcile()
+	h.claimNetworks()
 	return h.finish()
 }
 
@@ -337,7 +355,7 @@ func (h *Host) finish() []NetAction {
 		h.announce()
 	}
 	out := h.out[:0]
-	for _, a := range h.out {
+	for _, a := range h.announced(h.out) {
 		switch x := a.Action.(type) {
 		case AdjustClock, SetClock:
 			if len(h.nets) > 1 && a.Net != h.slave {
@@ -562,6 +580,9 @@ func (h *Host) root() string {
 // and when both follow the same one: two masters of one tree on one
 // network, of which the loser ignores the network.
 func (h *Host) rivalRank(i int, from netip.AddrPort, name string) int {
+	if r := h.refRank(i, from, name); r != 0 {
+		return r // references first (reference.go)
+	}
 	mine := h.root()
 	theirs, fwd := h.rootAt(i, from, name)
 	if theirs == h.name {
@@ -685,6 +706,10 @@ func (h *Host) settle(j int) {
 	rj, _ := h.rootAt(j, q.Addr, q.Name)
 	mine := h.root()
 	eligible := h.nets[j].cfg.MayBeMaster
+	if eligible && h.refRank(j, q.Addr, q.Name) < 0 {
+		h.takeOver(j, q, "a reference outranks master "+q.Name) // reference.go
+		return
+	}
 	switch {
 	case rj == h.name || h.downstream(j, q.Addr):
 		h.ignore(j, "its master "+q.Name+" takes its time from us")

@@ -65,6 +65,7 @@ type Machine struct {
 	masterUpAt time.Time
 	round      uint64
 	roundDone  bool
+	roundAt    time.Time // when the current round began
 
 	// Addresses seen acting as masters (trusted.go): only they may make
 	// this daemon QUIT. askSeqs are our MASTERREQs asking an unknown
@@ -506,6 +507,17 @@ func (m *Machine) forceElection() {
 		}
 	case Master:
 		m.syncRound()
+	}
+}
+
+// resign gives up being master or candidate (a reference that no longer
+// claims, reference.go): the machine becomes a slave with no master, its
+// slaves dropped, its election timer armed (not eligible, it then polls).
+func (m *Machine) resign(reason string) {
+	if m.state.IsMaster() || m.state == Candidate {
+		m.become(Slave, reason)
+		m.haveMaster = false
+		m.armElection()
 	}
 }
 
@@ -1014,6 +1026,7 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		s.needSet = true // a (re)started slave is set before it is adjusted
 		if m.now.Sub(m.masterUpAt) >= m.cfg.SetTimeGuard {
 			m.setTime(s, 0)
+			m.syncSoon()
 		}
 	case tsp.Accept:
 		// A late ACCEPT (its ACK was lost): answer it, list the sender.
@@ -1202,7 +1215,7 @@ func (m *Machine) endConflict() {
 
 func (m *Machine) syncRound() {
 	m.round++
-	m.roundDone = false
+	m.roundDone, m.roundAt = false, m.now
 	if len(m.slaves) > 0 {
 		m.emit(SyncRound{Round: m.round, Slaves: m.Slaves()})
 	}
@@ -1210,6 +1223,18 @@ func (m *Machine) syncRound() {
 	lp.HopCount = LoopHops
 	m.emit(Send{Packet: lp, Broadcast: true})
 	m.setTimer(TimerSync, m.cfg.SyncInterval)
+}
+
+// syncSoon brings the next round forward to JoinSync from now, if it is
+// further away (a slave joined). Never later: a flood of SLAVEUPs makes
+// rounds no more often than JoinSync.
+func (m *Machine) syncSoon() {
+	if m.cfg.JoinSync <= 0 || !m.state.IsMaster() {
+		return
+	}
+	if at, ok := m.timers[TimerSync]; ok && at.Sub(m.now) > m.cfg.JoinSync {
+		m.setTimer(TimerSync, m.cfg.JoinSync)
+	}
 }
 
 // RoundOpen reports whether a SyncResult for round would be taken now: the
@@ -1226,6 +1251,13 @@ func (m *Machine) syncResult(r SyncResult) {
 		return
 	}
 	m.roundDone = true
+	if r.Next > 0 {
+		// Adaptive rounds: the next begins Next after this one did, at
+		// most SyncInterval (as already set), and not in the past.
+		next := min(r.Next, m.cfg.SyncInterval)
+		m.setTimer(TimerSync, max(m.roundAt.Add(next).Sub(m.now), 0))
+	}
+	stale := m.pendingCorrections()
 	got := make(map[string]Correction, len(r.Corrections))
 	for _, c := range r.Corrections {
 		got[c.Name] = c
@@ -1236,6 +1268,12 @@ func (m *Machine) syncResult(r SyncResult) {
 		if !ok {
 			m.slaveFailed(s.Name)
 			continue
+		}
+		// A correction of an earlier round still unanswered (short
+		// adaptive rounds) is stale now: retransmitted after this one, it
+		// would move the slave back.
+		for _, o := range stale[sl.Name] {
+			m.cancelSend(o)
 		}
 		if sl.needSet || c.Set {
 			m.setTime(sl, r.Own)

@@ -60,8 +60,10 @@ func (h *harness) fire(id TimerID) []Action {
 	return h.step(TimerFired{ID: id})
 }
 
-// fireSends fires pending send timers until none is left.
-func (h *harness) fireSends() {
+// fireSends fires pending send timers until none is left, and returns
+// what they sent.
+func (h *harness) fireSends() []Send {
+	var out []Send
 	for {
 		var next TimerID
 		for id := range h.timers {
@@ -70,9 +72,9 @@ func (h *harness) fireSends() {
 			}
 		}
 		if next == 0 {
-			return
+			return out
 		}
-		h.fire(next)
+		out = append(out, sends(h.fire(next))...)
 	}
 }
 
@@ -662,5 +664,103 @@ func TestRoundOpen(t *testing.T) {
 	h.step(Stop{})
 	if h.m.RoundOpen(r3) {
 		t.Fatalf("round %d open on a stopped machine", r3)
+	}
+}
+
+// syncRoundOf is the SyncRound among acts.
+func syncRoundOf(t *testing.T, acts []Action) SyncRound {
+	t.Helper()
+	for _, a := range acts {
+		if r, ok := a.(SyncRound); ok {
+			return r
+		}
+	}
+	t.Fatalf("no SyncRound in %v", acts)
+	return SyncRound{}
+}
+
+// Adaptive rounds: SyncResult.Next moves the next round to Next after the
+// start of this one, capped at SyncInterval; without it the rounds stay
+// SyncInterval apart, as BSD's.
+func TestSyncResultNext(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s", addr(2))
+	for _, c := range []struct{ next, want time.Duration }{
+		{8 * time.Second, 8 * time.Second},
+		{0, 240 * time.Second},
+		{64 * time.Second, 64 * time.Second},
+		{time.Hour, 240 * time.Second},
+	} {
+		sr := syncRoundOf(t, h.fire(TimerSync))
+		start := h.now
+		h.now = h.now.Add(2 * time.Second) // the round measured for 2 s
+		h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s"}}, Next: c.next})
+		if got := h.timers[TimerSync].Sub(start); got != c.want {
+			t.Fatalf("Next %v: next round %v after this one, want %v", c.next, got, c.want)
+		}
+		for _, s := range sends(h.last) {
+			h.recv(tsp.Ack, s.Packet.Seq, "s", addr(2))
+		}
+	}
+}
+
+// A correction still unanswered when the next round's goes out is
+// cancelled: retransmitted after the new one, it would move the slave
+// back by the old amount.
+func TestStaleCorrectionCancelled(t *testing.T) {
+	h := newHarness(t, DefaultConfig("a"))
+	h.toMaster()
+	h.recv(tsp.SlaveUp, 1, "s", addr(2))
+	sr := syncRoundOf(t, h.fire(TimerSync))
+	acts := h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s", Delta: time.Millisecond}}, Next: time.Second})
+	first := sends(acts)
+	if len(first) != 1 {
+		t.Fatalf("round 1 sent %v", first)
+	}
+	// Unanswered; the next round comes before the retransmissions end.
+	sr = syncRoundOf(t, h.fire(TimerSync))
+	h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s", Delta: 2 * time.Millisecond}}, Next: time.Second})
+	copies := h.fireSends()
+	for _, c := range copies {
+		if c.Packet.Seq == first[0].Packet.Seq {
+			t.Fatalf("round 1's ADJTIME (seq %d) retransmitted after round 2's", c.Packet.Seq)
+		}
+	}
+	if len(copies) == 0 {
+		t.Fatal("round 2's ADJTIME was not retransmitted either")
+	}
+}
+
+// JoinSync: a slave joining between rounds brings the next round forward
+// to JoinSync from its SLAVEUP, never later than it was; off (0), it
+// waits for the round as in BSD.
+func TestJoinSync(t *testing.T) {
+	for _, c := range []struct {
+		join, want time.Duration
+	}{{8 * time.Second, 8 * time.Second}, {0, 240*time.Second - 100*time.Second}} {
+		cfg := DefaultConfig("a")
+		cfg.JoinSync = c.join
+		h := newHarness(t, cfg)
+		h.toMaster()
+		h.recv(tsp.SlaveUp, 1, "s", addr(2))
+		sr := syncRoundOf(t, h.fire(TimerSync))
+		h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s"}}})
+		h.now = h.now.Add(100 * time.Second)
+		h.recv(tsp.SlaveUp, 2, "new", addr(3))
+		if got := h.timers[TimerSync].Sub(h.now); got != c.want {
+			t.Errorf("JoinSync %v: next round %v after the SLAVEUP, want %v", c.join, got, c.want)
+		}
+		// A second newcomer does not push it later.
+		h.now = h.now.Add(time.Second)
+		h.recv(tsp.SlaveUp, 3, "newer", addr(4))
+		if got := h.timers[TimerSync].Sub(h.now); c.join > 0 && got != c.join-time.Second {
+			t.Errorf("JoinSync %v: a second SLAVEUP moved the round to %v from now", c.join, got)
+		}
+	}
+	bad := DefaultConfig("a")
+	bad.JoinSync = time.Hour
+	if _, err := New(bad, nil); err == nil || !strings.Contains(err.Error(), "JoinSync") {
+		t.Errorf("JoinSync beyond SyncInterval: %v", err)
 	}
 }

@@ -173,6 +173,27 @@ func (m *Machine) cancelSends(r role) {
 	}
 }
 
+// pendingCorrections is the master's unanswered ADJTIMEs and SETTIMEs,
+// by slave, each list in the order they were queued.
+func (m *Machine) pendingCorrections() map[string][]*outgoing {
+	if m.pending[roleMaster] == 0 {
+		return nil
+	}
+	out := map[string][]*outgoing{}
+	for _, o := range sortedSends(m.sends) {
+		if o.role == roleMaster && (o.pkt.Type == tsp.AdjTime || o.pkt.Type == tsp.SetTime) {
+			out[o.peer] = append(out[o.peer], o)
+		}
+	}
+	return out
+}
+
+// cancelSend drops a pending send without its onFail.
+func (m *Machine) cancelSend(o *outgoing) {
+	m.dropSend(o)
+	m.emit(CancelTimer{ID: o.id})
+}
+
 // pendingTo reports whether a send of type t to the named peer is pending.
 func (m *Machine) pendingTo(t tsp.Type, name string) bool {
 	for _, o := range m.sends {

@@ -419,4 +419,9 @@ func TestInstall(t *testing.T) {
 	if wait := read(t, filepath.Join(dest, "usr/lib/systemd/system/timed-wait.service")); !strings.Contains(wait, "\nExecStart=/usr/local/bin/timedc waitsync ") {
 		t.Error("make install: timed-wait.service does not start /usr/local/bin/timedc waitsync")
 	}
+	// Not in the package: Debian's chrony conflicts with every
+	// time-daemon, which the package provides (README, "UTC on the LAN").
+	if ref := read(t, filepath.Join(dest, "usr/lib/systemd/system/timed-reference.service")); !strings.Contains(ref, "\nExecStart=/usr/local/sbin/timed --config /etc/timed/timed.yaml --reference kernel\n") {
+		t.Error("make install: timed-reference.service does not start /usr/local/sbin/timed --reference kernel")
+	}
 }

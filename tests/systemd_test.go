@@ -38,7 +38,7 @@ func checkedUnit(t *testing.T, dir, name, from string) (string, string) {
 }
 
 // TestSystemdUnitVerifies runs systemd-analyze verify on the shipped
-// units, timed.service and timed-wait.service. `make test` installs
+// units, timed.service, timed-wait.service and timed-reference.service. `make test` installs
 // systemd-analyze where it is missing.
 func TestSystemdUnitVerifies(t *testing.T) {
 	t.Parallel()
@@ -49,7 +49,8 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	dir := t.TempDir()
 	unit, path := checkedUnit(t, dir, "timed.service", "/usr/local/sbin/timed")
 	wait, waitPath := checkedUnit(t, dir, "timed-wait.service", "/usr/local/bin/timedc")
-	out, err := exec.Command(tool, "verify", path, waitPath).CombinedOutput()
+	ref, refPath := checkedUnit(t, dir, "timed-reference.service", "/usr/local/sbin/timed")
+	out, err := exec.Command(tool, "verify", path, waitPath, refPath).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}
@@ -72,12 +73,30 @@ func TestSystemdUnitVerifies(t *testing.T) {
 			t.Errorf("timed-wait.service lacks %q", strings.TrimSpace(want))
 		}
 	}
+	// timed-reference: beside chrony and ntpd (no Conflicts= on them,
+	// started after them), never able to change the clock (no
+	// CAP_SYS_TIME), as a reference.
+	for _, want := range []string{"\nConflicts=timed.service systemd-timesyncd.service\n",
+		"\nExecStart=/usr/local/sbin/timed --config /etc/timed/timed.yaml --reference kernel\n",
+		"\nCapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_NET_RAW\n", "\nAmbientCapabilities=CAP_NET_BIND_SERVICE CAP_NET_RAW\n",
+		"\nSystemCallFilter=@system-service @clock\n", "\nWantedBy=multi-user.target\n"} {
+		if !strings.Contains(ref, want) {
+			t.Errorf("timed-reference.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	for _, bad := range []string{"chrony.service\n", "ntp.service\n", "CAP_SYS_TIME\n", "TIMED_DRIFT_FILE"} {
+		for _, line := range strings.Split(ref, "\n") {
+			if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "After=") && strings.Contains(line+"\n", bad) {
+				t.Errorf("timed-reference.service: %q", line)
+			}
+		}
+	}
 	// The sandboxes, as systemd rates them (offline: no running systemd
 	// needed; README, "Installing").
 	for _, u := range []struct {
 		path string
 		most float64
-	}{{path, 2.5}, {waitPath, 1.0}} {
+	}{{path, 2.5}, {waitPath, 1.0}, {refPath, 2.5}} {
 		out, err = exec.Command(tool, "security", "--offline=true", u.path).CombinedOutput()
 		m := regexp.MustCompile(`Overall exposure level for ` + regexp.QuoteMeta(filepath.Base(u.path)) + `: ([0-9.]+)`).FindSubmatch(out)
 		if err != nil || m == nil {

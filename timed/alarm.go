@@ -60,6 +60,9 @@ func (d *Daemon) operatorStep(req control.Request) control.Response {
 	if err := control.CheckStep(by); err != nil {
 		return fail("%v", err)
 	}
+	if d.ref != nil {
+		return fail("%v", errReference)
+	}
 	res := &control.StepResult{AlarmWas: alarm}
 	sim, _ := d.clock.(*clocksync.SimClock)
 	if sim != nil {

@@ -15,6 +15,9 @@ import (
 // applyAdjust slews (or steps, past the threshold) the local clock by a
 // correction from the master, or by the master's own share.
 func (d *Daemon) applyAdjust(delta time.Duration, from string) (clocksync.Applied, error) {
+	if d.ref != nil {
+		return d.refuseCorrection(delta, from)
+	}
 	a, err := d.applier.ApplyAdjust(delta)
 	d.applied(a, err, from)
 	return a, err
@@ -23,6 +26,9 @@ func (d *Daemon) applyAdjust(delta time.Duration, from string) (clocksync.Applie
 // applySetTime sets the clock to a SETTIME's time, corrected for the time
 // the packet waited since it arrived.
 func (d *Daemon) applySetTime(to time.Time, queued time.Duration, from string) (clocksync.Applied, error) {
+	if d.ref != nil {
+		return d.refuseCorrection(to.Sub(d.clock.Now())+queued, from)
+	}
 	a, err := d.applier.ApplySetTime(to, queued)
 	d.applied(a, err, from)
 	return a, err

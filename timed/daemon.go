@@ -67,6 +67,7 @@ type Daemon struct {
 
 	st        status                    // what `timedc status` shows; owned by the loop
 	ks        kernelSync                // the kernel's sync state (kernelsync.go); owned by the loop
+	ref       *reference                // --reference kernel (reference.go); nil when off; owned by the loop
 	syncPub   atomic.Pointer[syncFacts] // the loop's sync facts, for the metrics server (sync.go)
 	ring      *live.Runner              // live ring elections (ring.go); owned by the loop
 	quit      context.CancelFunc        // ends Run (control socket's quit)
@@ -136,7 +137,10 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 			return nil, fmt.Errorf("clock: %w", err)
 		}
 	}
-	if sys, ok := d.clock.(*clocksync.SystemClock); ok {
+	if cfg.Sync.Reference {
+		d.ref = &reference{health: refHealth{maxErr: cfg.Sync.ReferenceMaxError, hold: cfg.Sync.ReferenceHold}}
+	}
+	if sys, ok := d.clock.(*clocksync.SystemClock); ok && d.ref == nil {
 		// Fail at start-up, not at the first correction, when the clock
 		// cannot be disciplined. The check only reads our capabilities.
 		if err := sys.CheckPermission(); err != nil {
@@ -149,11 +153,16 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		RecoveryInterval: cfg.Election.SyncInterval * 3 / 4,
 		// Stepped, not slewed, until synchronised (makestep-*).
 		MakeStep: clocksync.MakeStep{Threshold: cfg.Sync.MakeStepThreshold, Count: cfg.Sync.MakeStepCount}}
-	d.ks = kernelSync{k: kernelSyncerOf(d.clock, cfg.Sync.KernelSyncStatus), dirty: true}
-	if cfg.Sync.FrequencyDiscipline {
-		// A baseline of most of a round: corrections closer together (a
-		// retransmitted ADJTIME, a forced round) say little about the rate.
-		dc := clocksync.DisciplineConfig{MinInterval: cfg.Election.SyncInterval * 3 / 4}
+	// A reference's kernel state and frequency are its own program's.
+	d.ks = kernelSync{k: kernelSyncerOf(d.clock, cfg.Sync.KernelSyncStatus && d.ref == nil), dirty: true}
+	if d.ref != nil {
+		log.WithFields(logrus.Fields{"reference_max_error": cfg.Sync.ReferenceMaxError, "reference_hold": cfg.Sync.ReferenceHold}).
+			Info("reference: this host's clock is kept by another program; timed never changes it")
+	} else if cfg.Sync.FrequencyDiscipline {
+		// A baseline of most of the shortest round: corrections closer
+		// together (a retransmitted ADJTIME, a forced round) say little
+		// about the rate.
+		dc := clocksync.DisciplineConfig{MinInterval: shortestRound(cfg) * 3 / 4}
 		d.driftPath, d.driftEvery = cfg.Sync.DriftFile, driftSaveEvery
 		dc.InitialPPM = d.initialFrequency() // the drift file's, or what the kernel has learnt
 		d.applier.Discipline = clocksync.NewDiscipline(dc)
@@ -250,12 +259,23 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 
 // localStepThreshold is where this host steps its clock instead of
 // slewing: at the configured step threshold (BSD 20 s), or sooner when a
-// slew at adjtime's 500 ppm could not finish before the next round: the
+// slew at adjtime's 500 ppm could not finish before the next round (the
+// shortest, with adaptive rounds: 4 ms in the default 8 s floor): the
 // next correction would replace it unfinished, round after round, and the
 // clock would never catch up (240 s rounds slew at most 120 ms).
 func localStepThreshold(cfg *config.Config) time.Duration {
-	slewable := time.Duration(float64(cfg.Election.SyncInterval) * clocksync.MaxSlewPPM / 1e6)
+	slewable := time.Duration(float64(shortestRound(cfg)) * clocksync.MaxSlewPPM / 1e6)
 	return max(min(cfg.Sync.StepThreshold, slewable), time.Microsecond)
+}
+
+// shortestRound is the shortest interval between two rounds: the floor
+// of adaptive rounds (sync-interval-min), the sync-interval otherwise.
+// A slave configured like its master expects corrections that often.
+func shortestRound(cfg *config.Config) time.Duration {
+	if f := cfg.Sync.IntervalFloor; f > 0 && f < cfg.Election.SyncInterval {
+		return f
+	}
+	return cfg.Election.SyncInterval
 }
 
 // resolvePeers turns the peers entries (host:port, [IPv6]:port,
@@ -336,6 +356,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.log.WithFields(logrus.Fields{"name": d.hostname, "network": strings.Join(networks, "; "), "addr": d.tr.LocalAddr().String(),
 		"clock": d.cfg.Clock, "master": d.cfg.MayBeMaster}).Info("timed starting")
+	d.checkReference() // the claim the election starts from
 	d.carryOut(d.host.Start(d.now()), time.Time{})
 	d.flushLogs()
 	d.tellKernel()
@@ -343,6 +364,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	notifyReady(d)
 	d.saveDriftEvery(d.driftEvery)
 	d.tellKernelEvery(kernelSyncEvery(d.cfg.Election.SyncInterval))
+	d.checkReferenceEvery(refCheckEvery(d.cfg.Election.SyncInterval))
 	watchdog := newWatchdog()
 	defer watchdog.Stop()
 	packets := d.tr.Packets()

@@ -86,6 +86,12 @@ func (d *Daemon) datePacket(rt *netRuntime, p tsp.Packet, r udp.Received) {
 		log = rt.log
 	}
 	log = log.WithFields(logrus.Fields{"type": p.Type.String(), "from": p.Name, "addr": r.From.String()})
+	if d.ref != nil {
+		// A reference never changes its clock, and as master keeps the
+		// network on it: date(1) is for the program that keeps it.
+		log.Info("date request ignored: " + errReference.Error())
+		return
+	}
 	req := clocksync.DateRequest{Type: p.Type, Seq: p.Seq, From: p.Name, Time: p.Time.Time(), Queued: time.Since(r.At)}
 	// The -F list is the host's: every machine has it.
 	req.Trusted = d.host.Machine(0).Trusted(r.From)

@@ -88,14 +88,16 @@
 // applies corrections to the host clock; alarm.go shows the max-step
 // alarm and steps the clock at the operator's request (timedc step);
 // date.go the date path; ext.go our version-2 extensions (clock probes,
-// ring elections, questions for time sources); measure.go measures a slave by probe or ICMP and
+// ring elections, questions for time sources, references' claims); measure.go measures a slave by probe or ICMP and
 // remembers which it answers; ring.go hosts election/ring/live's runner
 // of live ring elections (timedc ring elect); status.go, control.go,
 // metrics.go and notify.go are what the daemon tells timedc, Prometheus
 // and systemd; sync.go judges whether the host is synchronised,
 // estimates its offset from network time and lists its sources;
 // kernelsync.go tells the kernel that judgement (STA_UNSYNC, maxerror)
-// with the system clock; drift.go
+// with the system clock; reference.go is --reference kernel (a host
+// whose clock chrony or ntpd keeps: never changed, its claim judged
+// from the kernel's state and told to the election); drift.go
 // keeps the frequency estimate across restarts (--drift-file); admin.go
 // decides who may send admin packets; reload.go is SIGHUP; trust.go
 // resolves the -F list; logging.go builds the logger.

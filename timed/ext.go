@@ -34,6 +34,8 @@ func (d *Daemon) receiveExt(r udp.Received) {
 		d.ring.Receive(r.From, *r.Ext)
 	case tsp.ExtSourceReq, tsp.ExtSource:
 		d.sourcePacket(r)
+	case tsp.ExtReference:
+		d.referencePacket(r)
 	default:
 		if e := d.peerLog("dropped: extension not served", r.From); e != nil {
 			e.WithField("kind", r.Ext.Kind.String()).Debug("dropped: extension not served")
@@ -78,6 +80,36 @@ func (rt *netRuntime) tellSource(a election.TellSource) {
 		return
 	}
 	rt.sendExt(tsp.ExtPacket{Kind: tsp.ExtSource, Seq: a.Seq, Payload: payload}, a.To)
+}
+
+// referencePacket hands a reference's claim to the Host, on the network
+// it came from; the Host keeps claims from trusted addresses only.
+func (d *Daemon) referencePacket(r udp.Received) {
+	rt := d.runtimeFor(r.Network)
+	if rt == nil {
+		return
+	}
+	p, err := tsp.UnmarshalReference(r.Ext.Payload)
+	if err != nil {
+		if e := d.peerLog("bad reference claim", r.From); e != nil {
+			e.WithError(err).Debug("bad reference claim")
+		}
+		return
+	}
+	rt.step(election.ReferenceHeard{From: r.From, Name: r.Ext.Name, MaxError: p.MaxError}, time.Time{})
+}
+
+// tellReference broadcasts this host's claim on the runtime's network
+// (not with --bsd-compat).
+func (rt *netRuntime) tellReference(a election.TellReference) {
+	payload, err := tsp.ReferencePayload{MaxError: min(a.MaxError, tsp.MaxReferenceError)}.Marshal()
+	if err != nil || rt.d.bsdCompat {
+		return
+	}
+	p := tsp.ExtPacket{Kind: tsp.ExtReference, Payload: payload}
+	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
+		rt.log.WithError(err).Debug("reference claim not sent")
+	}
 }
 
 func (rt *netRuntime) sendExt(p tsp.ExtPacket, to netip.AddrPort) {

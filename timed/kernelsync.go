@@ -1,7 +1,6 @@
 package timed
 
 import (
-	"math"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -64,20 +63,7 @@ func (f *syncFacts) kernelSyncOf(now time.Time, alarm clocksync.AlarmState) cloc
 	if v.State != control.Synchronised {
 		return clocksync.KernelSync{}
 	}
-	var off, bound time.Duration
-	if v.OffsetSecs != nil {
-		off = time.Duration(math.Round(math.Abs(*v.OffsetSecs) * 1e9))
-	}
-	switch {
-	case v.ErrorBoundSecs != nil:
-		bound = time.Duration(math.Round(*v.ErrorBoundSecs * 1e9))
-	case f.basis != nil:
-		b := *f.basis
-		b.bound = clocksync.DefaultMinErrorBound
-		bound = b.boundAt(now, f.interval)
-	default:
-		bound = clocksync.DefaultMinErrorBound
-	}
+	off, bound := f.offsetBound(now, v)
 	return clocksync.KernelSync{Synchronised: true, MaxError: off + bound, EstError: bound}
 }
 

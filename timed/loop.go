@@ -90,6 +90,8 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.cycleDetected(a)
 	case election.AskSource:
 		rt.askSource(a)
+	case election.TellReference:
+		rt.tellReference(a)
 	case election.TellSource:
 		rt.tellSource(a)
 	default:
@@ -194,6 +196,11 @@ func (rt *netRuntime) stateChanged(a election.StateChange) {
 		rt.electionSeen()
 	}
 	rt.st.stateChanged(a)
+	if a.To.IsMaster() && !a.From.IsMaster() {
+		// A new mastership: short rounds until the slaves are known.
+		rt.rounds.Restart()
+		rt.roundAt, rt.prevAt = time.Time{}, time.Time{}
+	}
 	fields := logrus.Fields{"from": a.From.String(), "to": a.To.String(), "reason": a.Reason}
 	if m, ok := rt.m().Master(); ok && a.To != election.Master {
 		fields["master"] = m.Name

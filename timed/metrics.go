@@ -184,6 +184,13 @@ var (
 	kernelDesc = prometheus.NewDesc("timed_kernel_synchronised",
 		"1 while the kernel was last told the clock is synchronised (STA_UNSYNC cleared), 0 when told it is not; "+
 			"absent where the daemon leaves the kernel's state alone (not --clock system, or kernel-sync-status false).", nil, nil)
+	utcDesc = prometheus.NewDesc("timed_utc_bound_seconds",
+		"While synchronised to a reference (README, \"UTC on the LAN\"): this host's bound on its distance from UTC, the reference's kernel maxerror plus this host's "+
+			"estimated offset from the reference and its error bound; the label names the reference. Absent elsewhere.", []string{"reference"}, nil)
+	refErrDesc = prometheus.NewDesc("timed_reference_maxerror_seconds",
+		"While synchronised to a reference: the reference's kernel maxerror, its bound on its distance from UTC, as it last announced it; the label names it.", []string{"reference"}, nil)
+	claimDesc = prometheus.NewDesc("timed_reference_claiming",
+		"On a reference host (--reference kernel): 1 while it claims to be a reference (the kernel says its clock is synchronised within reference-max-error), 0 otherwise; absent elsewhere.", nil, nil)
 )
 
 func (c syncCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -192,6 +199,9 @@ func (c syncCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- estOffsetDesc
 	ch <- estErrorDesc
 	ch <- kernelDesc
+	ch <- utcDesc
+	ch <- refErrDesc
+	ch <- claimDesc
 }
 
 func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
@@ -205,6 +215,17 @@ func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
 		synced = 1
 	}
 	ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced)
+	if v.UTCVia != "" {
+		ch <- prometheus.MustNewConstMetric(utcDesc, prometheus.GaugeValue, *v.UTCBoundSecs, v.UTCVia)
+		ch <- prometheus.MustNewConstMetric(refErrDesc, prometheus.GaugeValue, *v.ReferenceMaxErrorSecs, v.UTCVia)
+	}
+	if f.claiming != nil {
+		claiming := 0.0
+		if *f.claiming {
+			claiming = 1
+		}
+		ch <- prometheus.MustNewConstMetric(claimDesc, prometheus.GaugeValue, claiming)
+	}
 	if f.kernelTold != nil {
 		told := 0.0
 		if *f.kernelTold {

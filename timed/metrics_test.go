@@ -2,6 +2,7 @@ package timed
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,44 @@ func TestSyncMetrics(t *testing.T) {
 	d.applySetTime(src.Now(), 0, "m") // refused: alarm on
 	if got := gather(t, syncCollector{d}); got["timed_synchronised"] != 0 || got["timed_estimated_offset_seconds"] != 5000 {
 		t.Errorf("in alarm: %v", got)
+	}
+}
+
+// TestUTCMetrics: a slave of a claiming reference exports its bound on
+// its distance from UTC (the reference's maxerror, plus its offset and
+// the least measurement error grown since its correction) and the
+// reference's maxerror, and says so in its reason; unsynchronised, or
+// following a master that does not claim, neither is exported. A
+// reference host exports its claim.
+func TestUTCMetrics(t *testing.T) {
+	d := &Daemon{applier: &clocksync.Applier{}}
+	c := syncCollector{d}
+	now := time.Now()
+	f := &syncFacts{interval: time.Second, nets: []netFacts{{name: "lan", state: election.Slave, master: "ref"}},
+		applied: now.Add(-100 * time.Millisecond), from: "ref", utcVia: "ref", utcErr: 4 * time.Millisecond,
+		basis: &basis{kind: "correction", from: "ref", at: now.Add(-100 * time.Millisecond), before: -time.Millisecond, moved: time.Millisecond, bound: -1}}
+	d.syncPub.Store(f)
+	got := gather(t, c)
+	b := got["timed_utc_bound_seconds"]
+	if got["timed_reference_maxerror_seconds"] != 0.004 || b < 0.004+clocksync.DefaultMinErrorBound.Seconds() || b > 0.005+clocksync.DefaultMinErrorBound.Seconds() {
+		t.Errorf("slave of a reference: %v", got)
+	}
+	if _, ok := got["timed_reference_claiming"]; ok {
+		t.Errorf("a plain host exports a claim: %v", got)
+	}
+	if v := f.view(now, clocksync.AlarmState{}); !strings.HasPrefix(v.Reason, "synchronised to UTC via ref") || v.UTCVia != "ref" {
+		t.Errorf("reason %q, via %q", v.Reason, v.UTCVia)
+	}
+	late := *f
+	late.applied = now.Add(-3 * time.Second)
+	d.syncPub.Store(&late)
+	if got := gather(t, c); got["timed_synchronised"] != 0 || got["timed_utc_bound_seconds"] != 0 {
+		t.Errorf("unsynchronised slave of a reference: %v", got)
+	}
+	claiming := true
+	ref := &syncFacts{interval: time.Second, nets: []netFacts{{name: "lan", state: election.Master}}, utcVia: "here", utcErr: 2 * time.Millisecond, claiming: &claiming}
+	d.syncPub.Store(ref)
+	if got := gather(t, c); got["timed_reference_claiming"] != 1 || got["timed_utc_bound_seconds"] != 0.002 {
+		t.Errorf("a claiming reference alone: %v", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/timed-project/timed/clocksync"
+	"github.com/timed-project/timed/config"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp/udp"
 )
@@ -30,6 +32,12 @@ type netRuntime struct {
 	timers  map[election.TimerID]*timerEntry
 	st      netStatus // its part of `timedc status`
 	date    dateState
+	// rounds chooses the interval between this network's sync rounds
+	// while master (adaptive rounds; fixed when sync-interval-min is
+	// sync-interval). roundAt and prevAt are when the last two
+	// rounds began (time.Now()).
+	rounds          *clocksync.IntervalController
+	roundAt, prevAt time.Time
 }
 
 func newNetRuntime(d *Daemon, i int, n udp.Network) *netRuntime {
@@ -41,7 +49,13 @@ func newNetRuntime(d *Daemon, i int, n udp.Network) *netRuntime {
 		log:     d.log.WithField("network", n.String()),
 		timers:  map[election.TimerID]*timerEntry{},
 		date:    dateState{seq: map[string]uint16{}},
+		rounds:  clocksync.NewIntervalController(intervalConfig(d.cfg)),
 	}
+}
+
+// intervalConfig is the adaptive rounds' configuration.
+func intervalConfig(cfg *config.Config) clocksync.IntervalConfig {
+	return clocksync.IntervalConfig{Floor: cfg.Sync.IntervalFloor, Ceiling: cfg.Election.SyncInterval, Target: cfg.Sync.IntervalTarget}
 }
 
 // networkLabel names a network briefly: its prefix, or "peers". An IPv6

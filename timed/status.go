@@ -215,6 +215,7 @@ func (d *Daemon) snapshot() *control.Status {
 	}
 	st.Sync = d.syncFacts().view(time.Now(), d.applier.Alarm())
 	st.KernelSync = d.ks.view(time.Now())
+	st.Reference = d.ref.view()
 	for _, rt := range d.runtimes {
 		st.Networks = append(st.Networks, rt.networkStatus())
 	}
@@ -279,7 +280,18 @@ func (rt *netRuntime) networkStatus() control.Network {
 	net.Master = rt.master()
 	net.Slaves = rt.slaves()
 	net.Slavenet = d.host.IsSlaveNet(rt.i)
+	if d.host.State(rt.i).IsMaster() {
+		net.RoundIntervalSecs = rt.roundInterval().Seconds()
+	}
 	return net
+}
+
+// roundInterval is the interval this network's rounds run at now.
+func (rt *netRuntime) roundInterval() time.Duration {
+	if rt.rounds.Fixed() {
+		return rt.d.cfg.Election.SyncInterval
+	}
+	return rt.rounds.Interval()
 }
 
 // state is the host's election state on this network, or "ignore".

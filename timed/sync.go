@@ -117,13 +117,15 @@ type heardMaster struct {
 
 // heard records a correction from master, offset being what it asked
 // for, at now; the reach register gets a 1 for this round and a 0 for
-// each round missed since the last one.
+// each round (of the sync interval) missed since the last one.
 func (h *heardMaster) heard(master string, now time.Time, offset, interval time.Duration) {
 	if h.name != master {
 		*h = heardMaster{name: master}
 	}
 	if !h.at.IsZero() {
-		h.reach <<= min(roundsIn(now.Sub(h.at), interval), 8)
+		// Every correction is a round of its own, even when adaptive
+		// rounds come closer together than the sync interval.
+		h.reach <<= max(min(roundsIn(now.Sub(h.at), interval), 8), 1)
 	}
 	h.reach |= 1
 	h.at, h.offset = now, offset
@@ -164,6 +166,12 @@ type syncFacts struct {
 	// kernelTold: whether the kernel was last told synchronised
 	// (kernelsync.go); nil where it is left alone or not told yet.
 	kernelTold *bool
+	// utcVia is the reference this host follows (or is), utcErr its
+	// maxerror; "" for none (reference.go).
+	utcVia string
+	utcErr time.Duration
+	// claiming: a reference host's claim; nil on other hosts.
+	claiming *bool
 }
 
 // netFacts is one served network's part.
@@ -195,6 +203,11 @@ func (d *Daemon) syncFacts() *syncFacts {
 		f.freq, f.estim, f.freqOK = ppm, n, true
 	} else if cs, err := d.clock.State(); err == nil {
 		f.freq = cs.FrequencyPPM
+	}
+	f.utcVia, f.utcErr = d.utcVia()
+	if d.ref != nil {
+		c := d.ref.health.claiming
+		f.claiming = &c
 	}
 	for _, rt := range d.runtimes {
 		n := netFacts{name: rt.network.String(), state: d.host.State(rt.i), slaves: len(rt.st.slaves), round: rt.st.round}
@@ -244,6 +257,10 @@ func (f *syncFacts) judge(now time.Time, alarm clocksync.AlarmState) (state, rea
 			return control.Unsynchronised, fmt.Sprintf("slave of %s, whose last correction was %v ago: more than 2 sync intervals (%v)",
 				n.master, roundDur(now.Sub(f.applied)), late)
 		}
+		if f.utcVia == n.master {
+			return control.Synchronised, fmt.Sprintf("synchronised to UTC via %s (its kernel maxerror %v): slave of %s, whose last correction was applied %v ago",
+				n.master, roundDur(f.utcErr), n.master, roundDur(now.Sub(f.applied)))
+		}
 		return control.Synchronised, fmt.Sprintf("slave of %s, whose last correction was applied %v ago", n.master, roundDur(now.Sub(f.applied)))
 	}
 	var parts []string
@@ -266,6 +283,9 @@ func (f *syncFacts) judge(now time.Time, alarm clocksync.AlarmState) (state, rea
 	}
 	if len(parts) == 0 {
 		return control.Unsynchronised, "no network served"
+	}
+	if f.utcVia != "" {
+		parts = append([]string{fmt.Sprintf("a reference: its clock, kept on UTC by another program (kernel maxerror %v), is the network time", roundDur(f.utcErr))}, parts...)
 	}
 	return control.Synchronised, strings.Join(parts, "; ")
 }
@@ -305,7 +325,36 @@ func (f *syncFacts) view(now time.Time, alarm clocksync.AlarmState) *control.Syn
 			v.ErrorBoundSecs = secsPtr(e)
 		}
 	}
+	if f.utcVia != "" && v.State == control.Synchronised {
+		v.UTCVia, v.ReferenceMaxErrorSecs = f.utcVia, secsPtr(f.utcErr)
+		off, bound := f.offsetBound(now, v)
+		if f.claiming != nil && *f.claiming {
+			off, bound = 0, 0 // its clock is the network time
+		}
+		v.UTCBoundSecs = secsPtr(f.utcErr + off + bound)
+	}
 	return v
+}
+
+// offsetBound is this host's distance from network time now, as v
+// estimates it: its offset, and the offset's error bound, where a slave,
+// which does not know the bound, takes clocksync's least measurement
+// error grown since its correction (as the kernel is told, kernelsync.go).
+func (f *syncFacts) offsetBound(now time.Time, v *control.Sync) (off, bound time.Duration) {
+	if v.OffsetSecs != nil {
+		off = time.Duration(math.Round(math.Abs(*v.OffsetSecs) * 1e9))
+	}
+	switch {
+	case v.ErrorBoundSecs != nil:
+		bound = time.Duration(math.Round(*v.ErrorBoundSecs * 1e9))
+	case f.basis != nil:
+		b := *f.basis
+		b.bound = clocksync.DefaultMinErrorBound
+		bound = b.boundAt(now, f.interval)
+	default:
+		bound = clocksync.DefaultMinErrorBound
+	}
+	return off, bound
 }
 
 func secsPtr(d time.Duration) *float64 {
@@ -351,7 +400,11 @@ func (d *Daemon) sources(now time.Time) *control.Sources {
 			continue
 		}
 		if m, ok := d.host.Master(rt.i); ok && m.Name != d.hostname {
-			out.Sources = append(out.Sources, d.masterSource(m, &rt.st.heard, net, now, interval))
+			src := d.masterSource(m, &rt.st.heard, net, now, interval)
+			if r, ok := d.host.ReferenceOf(rt.i, m.Addr); ok && r.Name == m.Name {
+				src.ReferenceMaxErrorSecs = secsPtr(grownMaxError(r, now))
+			}
+			out.Sources = append(out.Sources, src)
 		}
 	}
 	return out

@@ -165,6 +165,15 @@ func TestReach(t *testing.T) {
 	if h.reach != 1 || h.name != "other" {
 		t.Errorf("new master: %+v", h)
 	}
+	// Adaptive rounds shorter than the sync interval: each correction
+	// still counts as a round.
+	h = heardMaster{}
+	for i := range 4 {
+		h.heard("m", t0.Add(time.Duration(i)*8*sec), time.Millisecond, 240*sec)
+	}
+	if h.reach != 0b1111 {
+		t.Errorf("corrections 8 s apart, 240 s interval: reach %b, want 1111", h.reach)
+	}
 }
 
 // TestRoundMeasured: each slave's row after a round: kept, outlier or

@@ -22,11 +22,11 @@ type syncDone struct {
 	network  clocksync.NetworkResult
 }
 
-// roundBudget is the share of the sync interval a round may spend
+// roundBudget is the share of the round's interval a round may spend
 // measuring: the rest is left for the corrections to be sent and
 // acknowledged before the next round.
-func roundBudget(syncInterval time.Duration) time.Duration {
-	return min(syncInterval/2, 3*time.Second)
+func roundBudget(interval time.Duration) time.Duration {
+	return min(interval/2, 3*time.Second)
 }
 
 // startSyncRound measures every slave concurrently, off the loop, and
@@ -38,11 +38,13 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 	for i, s := range slaves {
 		trusted[i] = rt.m().Trusted(s.Addr)
 	}
-	deadline := time.Now().Add(roundBudget(d.cfg.Election.SyncInterval))
+	rt.prevAt, rt.roundAt = rt.roundAt, time.Now()
+	deadline := rt.roundAt.Add(roundBudget(rt.roundInterval()))
 	// The master's clock is the truth of the round (BSD dictate) when the
 	// Host says so (a submaster, or a network other than the one whose
 	// rounds vote) and for a few rounds after a date change.
-	dictate := r.Dictate || rt.date.dictate > 0
+	// A reference's clock is the truth while it claims to be one.
+	dictate := r.Dictate || rt.date.dictate > 0 || d.refClaiming()
 	if rt.date.dictate > 0 {
 		rt.date.dictate--
 	}
@@ -134,10 +136,13 @@ func (rt *netRuntime) syncFinished(s syncDone) {
 	// RoundOpen covers a stopped or ignored network too: its machine is
 	// then no master.
 	votes := !d.host.Dictates(rt.i) && d.host.Machine(rt.i).RoundOpen(s.result.Round)
+	if d.host.Machine(rt.i).RoundOpen(s.result.Round) {
+		s.result.Next = rt.nextRound(s)
+	}
 	rt.step(s.result, time.Time{})
 	var own clocksync.Applied
 	var err error
-	if s.result.Own != 0 && votes {
+	if s.result.Own != 0 && votes && d.ref == nil {
 		own, err = d.applyAdjust(s.result.Own, d.hostname)
 	}
 	d.st.basis = d.roundBasis(rt.st.round, own, err == nil && own.Action != clocksync.Refused)
@@ -185,4 +190,38 @@ func (s *netStatus) measureOrder(list []election.Peer) []election.Peer {
 		return 1
 	})
 	return out
+}
+
+// nextRound is when the next round begins, from the start of this one:
+// the interval controller's choice from this round's corrections (0, the
+// sync-interval, with fixed rounds). Slaves measured by ICMP timestamps
+// are BSD daemons, which do not discipline their frequency: their
+// corrections grow with any interval, and they are served at whatever
+// interval the others need (they accept ADJTIME whenever it comes).
+func (rt *netRuntime) nextRound(s syncDone) time.Duration {
+	if rt.rounds.Fixed() {
+		return 0
+	}
+	sent := make(map[string]election.Correction, len(s.result.Corrections))
+	for _, c := range s.result.Corrections {
+		sent[c.Name] = c
+	}
+	hosts := []clocksync.HostCorrection{{Host: rt.d.hostname, Correction: s.result.Own}}
+	for i, sl := range s.slaves {
+		c, ok := sent[sl.Name]
+		if !ok || s.measured[i].Err != nil || rt.d.methodOf(s.measured[i].Host) == "icmp" {
+			continue
+		}
+		hosts = append(hosts, clocksync.HostCorrection{Host: sl.Name, Correction: c.Delta, New: c.Set})
+	}
+	var since time.Duration
+	if !rt.prevAt.IsZero() {
+		since = rt.roundAt.Sub(rt.prevAt)
+	}
+	dec := rt.rounds.Round(since, hosts)
+	if dec.Change != "hold" {
+		rt.log.WithFields(logrus.Fields{"change": dec.Change, "next": dec.Next, "reason": dec.Reason,
+			"noise": dec.Noise, "error": dec.Drift}).Debug("sync interval")
+	}
+	return dec.Next
 }

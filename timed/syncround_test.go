@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/config"
 	"github.com/timed-project/timed/election"
@@ -61,5 +63,53 @@ func TestPlanRoundOutlier(t *testing.T) {
 	}
 	if _, corr = round(20*us, 200*us); corr[2].Delta != -5*us {
 		t.Fatalf("back to normal: %+v", corr[2])
+	}
+}
+
+// TestNextRound: the master's round interval from its rounds' corrections.
+// Fixed rounds (sync-interval-min = sync-interval) leave it to the
+// machine (0: the sync-interval); adaptive ones start at the floor and
+// lengthen while the corrections stay small; a BSD slave (measured by
+// ICMP), whose corrections grow with any interval, is served but does
+// not hold them short; a slave our probe measures does.
+func TestNextRound(t *testing.T) {
+	slaves := []election.Peer{{Name: "a", Addr: netip.MustParseAddrPort("192.0.2.1:525")}, {Name: "bsd", Addr: netip.MustParseAddrPort("192.0.2.2:525")}}
+	icmp := &fallbackMeasurer{hosts: map[netip.AddrPort]*hostProtocol{slaves[1].Addr: {bsd: true, last: "icmp"}}}
+	rt := func(floor time.Duration) *netRuntime {
+		cfg := &config.Config{Election: election.Config{SyncInterval: 240 * time.Second},
+			Sync: config.Sync{IntervalFloor: floor, IntervalTarget: 20 * time.Microsecond}}
+		d := &Daemon{hostname: "m", measurer: icmp, log: logrus.New(), cfg: cfg}
+		return &netRuntime{d: d, log: logrus.NewEntry(d.log), rounds: clocksync.NewIntervalController(intervalConfig(cfg))}
+	}
+	// round runs one round on r, the BSD slave off by bsd and "a" by a.
+	round := func(r *netRuntime, a, bsd time.Duration) time.Duration {
+		r.prevAt, r.roundAt = r.roundAt, r.roundAt.Add(r.rounds.Interval())
+		s := syncDone{slaves: slaves,
+			measured: []clocksync.Result{{Host: slaves[0].Addr}, {Host: slaves[1].Addr}},
+			result:   election.SyncResult{Corrections: []election.Correction{{Name: "a", Delta: a}, {Name: "bsd", Delta: bsd}}}}
+		return r.nextRound(s)
+	}
+	fixed := rt(240 * time.Second)
+	if got := round(fixed, time.Millisecond, time.Millisecond); got != 0 {
+		t.Fatalf("fixed rounds: next %v, want 0 (the sync-interval)", got)
+	}
+	ad := rt(8 * time.Second)
+	ad.roundAt = t0
+	var got []time.Duration
+	for range 12 {
+		// The BSD slave drifts 40 ppm: 320 µs over 8 s, 9.6 ms over 240 s.
+		bsd := time.Duration(40e-6 * float64(ad.rounds.Interval()))
+		got = append(got, round(ad, 2*time.Microsecond, bsd))
+	}
+	if got[0] != 8*time.Second || got[len(got)-1] != 240*time.Second {
+		t.Fatalf("adaptive rounds with a BSD slave: %v, want from the floor to the ceiling", got)
+	}
+	// What the status shows: the interval the rounds run at.
+	if ad.roundInterval() != 240*time.Second || fixed.roundInterval() != 240*time.Second {
+		t.Fatalf("round intervals shown: adaptive %v, fixed %v; want 240s", ad.roundInterval(), fixed.roundInterval())
+	}
+	// Our slave's corrections grow (its temperature changed): shorter.
+	if next := round(ad, 200*time.Microsecond, 0); next >= 240*time.Second {
+		t.Fatalf("a slave corrected by 200 µs after 240 s: next %v, want shorter", next)
 	}
 }

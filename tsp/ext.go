@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ExtKind identifies one of this project's extension messages. They travel
@@ -22,11 +23,12 @@ const (
 	ExtRingCtl    ExtKind = 0x83 // ring-election control: start, result (timedc ring)
 	ExtSourceReq  ExtKind = 0x84 // "which time source do you serve?" to a master (election.Host); no payload
 	ExtSource     ExtKind = 0x85 // a master's answer to ExtSourceReq: SourcePayload, the query's Seq
+	ExtReference  ExtKind = 0x86 // a reference's claim, broadcast (election.TellReference): ReferencePayload
 )
 
 var extNames = map[ExtKind]string{
 	ExtProbe: "PROBE", ExtProbeReply: "PROBEREPLY", ExtRing: "RING", ExtRingCtl: "RINGCTL",
-	ExtSourceReq: "SOURCEREQ", ExtSource: "SOURCE",
+	ExtSourceReq: "SOURCEREQ", ExtSource: "SOURCE", ExtReference: "REFERENCE",
 }
 
 func (k ExtKind) String() string {
@@ -145,4 +147,46 @@ func UnmarshalSource(b []byte) (SourcePayload, error) {
 		return SourcePayload{}, badName(s.Name)
 	}
 	return s, nil
+}
+
+// ReferencePayload is the payload of ExtReference: the claiming host's
+// kernel maxerror (its clock's bound on its distance from UTC, as chrony
+// or ntpd keep it), in microseconds, at most MaxReferenceError.
+//
+//	0..3 maxerror µs BE
+type ReferencePayload struct {
+	MaxError time.Duration
+}
+
+// MaxReferenceError is the largest maxerror a claim carries: the
+// kernel's 16 s, beyond which a clock is unsynchronised.
+const MaxReferenceError = 16 * time.Second
+
+const referenceSize = 4
+
+// ErrBadReference is returned for an ExtReference payload that does not
+// decode.
+var ErrBadReference = errors.New("bad reference payload")
+
+// Marshal encodes the payload; a maxerror out of [0, MaxReferenceError]
+// is an error.
+func (r ReferencePayload) Marshal() ([]byte, error) {
+	if r.MaxError < 0 || r.MaxError > MaxReferenceError {
+		return nil, fmt.Errorf("encode reference maxerror %v: %w (0 to %v)", r.MaxError, ErrBadReference, MaxReferenceError)
+	}
+	b := make([]byte, referenceSize)
+	binary.BigEndian.PutUint32(b, uint32(r.MaxError/time.Microsecond))
+	return b, nil
+}
+
+// UnmarshalReference decodes an ExtReference payload.
+func UnmarshalReference(b []byte) (ReferencePayload, error) {
+	if len(b) != referenceSize {
+		return ReferencePayload{}, &DecodeError{ErrBadReference, fmt.Sprintf("%d bytes, want %d", len(b), referenceSize)}
+	}
+	d := time.Duration(binary.BigEndian.Uint32(b)) * time.Microsecond
+	if d > MaxReferenceError {
+		return ReferencePayload{}, &DecodeError{ErrBadReference, fmt.Sprintf("maxerror %v beyond %v", d, MaxReferenceError)}
+	}
+	return ReferencePayload{MaxError: d}, nil
 }

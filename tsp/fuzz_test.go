@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/timed-project/timed/internal/vectors"
 )
@@ -95,6 +96,33 @@ func FuzzUnmarshalSource(f *testing.F) {
 		}
 		if !bytes.Equal(enc, b) {
 			t.Fatalf("unstable: %x → %+v → %x", b, s, enc)
+		}
+	})
+}
+
+// FuzzUnmarshalReference: the reference payload decoder never panics,
+// what it accepts is within [0, MaxReferenceError], and decode → encode
+// is the identity on the bytes.
+func FuzzUnmarshalReference(f *testing.F) {
+	seed, _ := ReferencePayload{MaxError: 1500 * time.Microsecond}.Marshal()
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Add([]byte{0xFF, 0xFF, 0xFF, 0xFF})
+	f.Add([]byte{0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := UnmarshalReference(b)
+		if err != nil {
+			if r != (ReferencePayload{}) {
+				t.Fatalf("error %v with a non-zero payload %+v", err, r)
+			}
+			return
+		}
+		if r.MaxError < 0 || r.MaxError > MaxReferenceError {
+			t.Fatalf("accepted maxerror %v", r.MaxError)
+		}
+		enc, err := r.Marshal()
+		if err != nil || !bytes.Equal(enc, b) {
+			t.Fatalf("unstable: %x → %+v → %x, %v", b, r, enc, err)
 		}
 	})
 }

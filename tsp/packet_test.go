@@ -323,3 +323,31 @@ func TestSourcePayload(t *testing.T) {
 		}
 	}
 }
+
+func TestReferencePayload(t *testing.T) {
+	for _, d := range []time.Duration{0, 1500 * time.Microsecond, MaxReferenceError} {
+		b, err := ReferencePayload{MaxError: d}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := UnmarshalReference(b); err != nil || got.MaxError != d {
+			t.Errorf("%v: round trip %+v, %v", d, got, err)
+		}
+	}
+	for name, bad := range map[string][]byte{
+		"empty": {}, "short": {0, 0, 1}, "long": {0, 0, 0, 1, 0},
+		"beyond 16s": {0xFF, 0xFF, 0xFF, 0xFF},
+	} {
+		if _, err := UnmarshalReference(bad); !errors.Is(err, ErrBadReference) {
+			t.Errorf("%s: err %v, want ErrBadReference", name, err)
+		}
+	}
+	for _, d := range []time.Duration{-time.Microsecond, MaxReferenceError + time.Microsecond} {
+		if _, err := (ReferencePayload{MaxError: d}).Marshal(); !errors.Is(err, ErrBadReference) {
+			t.Errorf("%v encoded: %v", d, err)
+		}
+	}
+	if ExtReference.String() != "REFERENCE" {
+		t.Errorf("ExtReference is %q", ExtReference.String())
+	}
+}

@@ -6,22 +6,35 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/timed-project/timed/clocksync"
 )
 
 // Clock is one daemon's simulated clock at start.
 type Clock struct {
 	Offset   time.Duration // from the kernel clock, whole microseconds
 	DriftPPM float64       // thousandths of a ppm
+	// Osc is how its frequency wanders (zero: a constant drift).
+	Osc clocksync.Oscillator
 }
 
 // Spec is the clock as timed's --clock flag.
 func (c Clock) Spec() string {
-	return fmt.Sprintf("sim:offset=%+dus,drift=%+.3fppm", c.Offset.Microseconds(), c.DriftPPM)
+	s := fmt.Sprintf("sim:offset=%+dus,drift=%+.3fppm", c.Offset.Microseconds(), c.DriftPPM)
+	if o := c.Osc; o.Wanders() {
+		s += fmt.Sprintf(",wander=%gppm,temp=%gppm,seed=%d", o.WanderPPM, o.TempPPM, o.Seed)
+		if o.TempPeriod > 0 {
+			s += ",period=" + o.TempPeriod.String()
+		}
+	}
+	return s
 }
 
 // Clocks draws n clocks, offsets uniform in ±maxOffset and drifts in
-// ±maxDriftPPM, the same for the same seed and n.
-func Clocks(seed uint64, n int, maxOffset time.Duration, maxDriftPPM float64) []Clock {
+// ±maxDriftPPM, the same for the same seed and n. Each wanders as osc
+// says, with its own seed (osc.Seed's, and its place among the n), so
+// that no two wander alike.
+func Clocks(seed uint64, n int, maxOffset time.Duration, maxDriftPPM float64, osc clocksync.Oscillator) []Clock {
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
 	cs := make([]Clock, n)
 	for i := range cs {
@@ -29,6 +42,10 @@ func Clocks(seed uint64, n int, maxOffset time.Duration, maxDriftPPM float64) []
 		cs[i] = Clock{
 			Offset:   time.Duration(rng.Int64N(2*us+1)-us) * time.Microsecond,
 			DriftPPM: float64(rng.Int64N(int64(2000*maxDriftPPM)+1))/1000 - maxDriftPPM,
+		}
+		if osc.Wanders() {
+			cs[i].Osc = osc
+			cs[i].Osc.Seed = osc.Seed<<16 + seed<<8 + uint64(i)
 		}
 	}
 	return cs

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/timed-project/timed/clocksync"
 )
 
 // Every name of a run carries its id, fits an interface name (IFNAMSIZ:
@@ -177,9 +179,9 @@ func TestAnalyze(t *testing.T) {
 }
 
 func TestClocks(t *testing.T) {
-	a := Clocks(7, 50, 500*time.Millisecond, 50)
-	b := Clocks(7, 50, 500*time.Millisecond, 50)
-	c := Clocks(8, 50, 500*time.Millisecond, 50)
+	a := Clocks(7, 50, 500*time.Millisecond, 50, clocksync.Oscillator{})
+	b := Clocks(7, 50, 500*time.Millisecond, 50, clocksync.Oscillator{})
+	c := Clocks(8, 50, 500*time.Millisecond, 50, clocksync.Oscillator{})
 	if len(a) != 50 {
 		t.Fatalf("%d clocks", len(a))
 	}
@@ -201,6 +203,23 @@ func TestClocks(t *testing.T) {
 	}
 	if got := (Clock{Offset: -1500 * time.Microsecond, DriftPPM: 12.5}).Spec(); got != "sim:offset=-1500us,drift=+12.500ppm" {
 		t.Errorf("spec %q", got)
+	}
+	// Wandering clocks: each its own seed, and a spec the daemon parses
+	// back to the same clock.
+	w := Clocks(7, 50, 500*time.Millisecond, 50, clocksync.TypicalOscillator(3))
+	seeds := map[uint64]bool{}
+	for i := range w {
+		if w[i].Offset != a[i].Offset || w[i].DriftPPM != a[i].DriftPPM {
+			t.Fatalf("clock %d: the oscillator changed the offsets or drifts: %+v, %+v", i, w[i], a[i])
+		}
+		seeds[w[i].Osc.Seed] = true
+		cfg, err := clocksync.ParseSimSpec(w[i].Spec())
+		if err != nil || cfg.Osc != w[i].Osc {
+			t.Fatalf("clock %d: %q parses to %+v, %v; want %+v", i, w[i].Spec(), cfg.Osc, err, w[i].Osc)
+		}
+	}
+	if len(seeds) != len(w) {
+		t.Errorf("%d clocks, %d seeds", len(w), len(seeds))
 	}
 }
 

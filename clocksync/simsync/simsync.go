@@ -51,7 +51,12 @@ func (f Fault) String() string {
 type Config struct {
 	N        int           // daemons, the master included (default 10)
 	Seed     uint64        // random seed
-	Interval time.Duration // sync interval (default 240 s, BSD SAMPLEINTVL)
+	Interval time.Duration // sync interval (default 240 s, BSD SAMPLEINTVL); the ceiling with Floor
+	// Floor, if set below Interval, makes the rounds adaptive
+	// (clocksync.IntervalController): from Floor up to Interval, aiming
+	// at Target (default clocksync.DefaultIntervalTarget). Ours only.
+	Floor    time.Duration
+	Target   time.Duration
 	Duration time.Duration // virtual time simulated (default 6 h)
 	// BSD selects BSD-equivalent settings: no frequency discipline, 5 ms
 	// rounding, BSD's median, 20 s step threshold, SETTIME retries re-sent
@@ -65,9 +70,13 @@ type Config struct {
 
 	MaxOffset   time.Duration // initial offsets uniform in ±MaxOffset (default 1 s)
 	MaxDriftPPM float64       // drifts uniform in ±MaxDriftPPM (default 100)
-	DelayMin    time.Duration // one-way delay uniform in [DelayMin, DelayMax] (50 µs)
-	DelayMax    time.Duration // (150 µs)
-	Loss        float64       // per-datagram loss probability (default 0.01; <0 for none)
+	// Osc makes every clock's frequency wander around its drift, each
+	// with its own seed (from Osc.Seed, Seed and its index); the zero
+	// value: constant drifts. Benchmarks use clocksync.TypicalOscillator.
+	Osc      clocksync.Oscillator
+	DelayMin time.Duration // one-way delay uniform in [DelayMin, DelayMax] (50 µs)
+	DelayMax time.Duration // (150 µs)
+	Loss     float64       // per-datagram loss probability (default 0.01; <0 for none)
 	// Replies is the number of probe replies wanted per slave: BSD
 	// settings and FixedCount take exactly this many (default 12); ours
 	// take between clocksync.DefaultMinReplies and DefaultMaxReplies,
@@ -182,10 +191,21 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.SampleEvery, time.Second)
 	if c.LocalStep <= 0 {
-		slewable := time.Duration(float64(c.Interval) * clocksync.MaxSlewPPM / 1e6)
+		slewable := time.Duration(float64(c.shortest()) * clocksync.MaxSlewPPM / 1e6)
 		c.LocalStep = max(min(clocksync.SlewStepThreshold, slewable), time.Microsecond)
 	}
 	return c
+}
+
+// adaptive: the rounds adapt between Floor and Interval.
+func (c Config) adaptive() bool { return !c.BSD && c.Floor > 0 && c.Floor < c.Interval }
+
+// shortest is the shortest round: the floor of adaptive rounds.
+func (c Config) shortest() time.Duration {
+	if c.adaptive() {
+		return c.Floor
+	}
+	return c.Interval
 }
 
 // Result is what a run measured.
@@ -197,8 +217,17 @@ type Result struct {
 	// P99Late is the p99 over the samples of the last two thirds of the run:
 	// the steady state, once BSD's slews of the initial offsets are over
 	// (BSD slaves slew SETTIME differences below 20 s: ±1 s takes over an
-	// hour at 500 ppm).
-	P99Late time.Duration
+	// hour at 500 ppm). P95Late and MaxLate likewise.
+	P99Late, P95Late, MaxLate time.Duration
+	// Below100At is when the spread (sampled from the first round on)
+	// last went from 100 µs or more to below it, from the start; 0 if it
+	// was at or above 100 µs at the end.
+	Below100At time.Duration
+	// PerSlaveMinute is Packets per slave per minute of the run;
+	// PerSlaveMinuteLate over its last two thirds.
+	PerSlaveMinute, PerSlaveMinuteLate float64
+	// Intervals counts the rounds by their length (adaptive rounds).
+	Intervals map[time.Duration]int
 	// Eps is the largest offset error the master's measurements can have
 	// had after the first round: max over used samples of RTT/2 − DelayMin
 	// (each one-way delay is at least DelayMin, so the asymmetry error of a
@@ -241,7 +270,6 @@ const (
 
 type node struct {
 	name    string
-	drift   float64 // natural drift, ppm
 	addr    netip.AddrPort
 	clock   *clocksync.SimClock
 	applier *clocksync.Applier
@@ -264,6 +292,11 @@ type sim struct {
 	// freqLo, freqHi: the range of the mean frequency since round
 	// SkipRounds + 1.
 	freqLo, freqHi float64
+	ctl            *clocksync.IntervalController // adaptive rounds; nil: fixed
+	prevRound      time.Time                     // when the round before began
+	below100       bool
+	lateFrom       time.Time // where the last two thirds begin
+	latePackets    int       // Packets when they began
 	cfg            Config
 	s              *vtime.Scheduler
 	rng            *rand.Rand
@@ -290,6 +323,10 @@ func Run(cfg Config) (Result, error) {
 			Offset:   time.Duration((2*sm.rng.Float64() - 1) * float64(cfg.MaxOffset)),
 			DriftPPM: (2*sm.rng.Float64() - 1) * cfg.MaxDriftPPM,
 		}
+		if cfg.Osc.Wanders() {
+			sc.Osc = cfg.Osc
+			sc.Osc.Seed = cfg.Osc.Seed<<24 ^ cfg.Seed<<12 ^ uint64(i)
+		}
 		if i == cfg.N-1 && cfg.Fault != FaultNone && cfg.N > 2 {
 			sm.faulty = i
 			if cfg.Fault == FaultDrift {
@@ -298,7 +335,6 @@ func Run(cfg Config) (Result, error) {
 		}
 		clk := clocksync.NewSimClock(sm.s, sc)
 		n := &node{
-			drift: sc.DriftPPM,
 			name:  fmt.Sprintf("host%02d", i),
 			addr:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 525),
 			clock: clk,
@@ -311,7 +347,7 @@ func Run(cfg Config) (Result, error) {
 				n.applier.MakeStep = clocksync.DefaultMakeStep
 			}
 			// The daemon's baseline: most of a round.
-			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{MinInterval: cfg.Interval * 3 / 4})
+			n.applier.Discipline = clocksync.NewDiscipline(clocksync.DisciplineConfig{MinInterval: cfg.shortest() * 3 / 4})
 		}
 		sm.nodes = append(sm.nodes, n)
 	}
@@ -324,6 +360,12 @@ func Run(cfg Config) (Result, error) {
 	if !cfg.BSD {
 		sm.rtt = clocksync.NewRTTHistory(0)
 	}
+	if cfg.adaptive() {
+		sm.ctl = clocksync.NewIntervalController(clocksync.IntervalConfig{Floor: cfg.Floor, Ceiling: cfg.Interval, Target: cfg.Target})
+	}
+	sm.res.Intervals = map[time.Duration]int{}
+	sm.lateFrom = vtime.Epoch.Add(cfg.Duration / 3)
+	sm.s.At(sm.lateFrom, func() { sm.latePackets = sm.res.Packets })
 	sm.s.After(firstRound, sm.round)
 	sm.s.After(firstRound, sm.sample)
 	sm.s.RunUntil(end)
@@ -382,7 +424,7 @@ func (sm *sim) round() {
 	}
 	sm.busy = sm.cfg.Noisy.Prob > 0 && sm.rng.Float64() < sm.cfg.Noisy.Prob
 	sm.res.Rounds++
-	sm.roundAt = sm.s.Now()
+	sm.prevRound, sm.roundAt = sm.roundAt, sm.s.Now()
 	round := sm.res.Rounds
 	master := sm.nodes[0]
 	samples := make([]*clocksync.SampleSet, len(sm.nodes))
@@ -426,17 +468,31 @@ func (sm *sim) round() {
 		}
 		nt := clocksync.NetworkTime(offsets, opt)
 		now := master.clock.Now()
+		hosts := []clocksync.HostCorrection{{Host: master.name, Correction: nt.Offset}}
 		for i := 1; i < len(sm.nodes); i++ {
 			if meas[i] == nil {
 				continue
 			}
 			c := clocksync.PlanJustified(nt.Offset, meas[i].Offset, verdicts[i].Slack, !sm.nodes[i].known, now, copt)
+			hosts = append(hosts, clocksync.HostCorrection{Host: sm.nodes[i].name, Correction: c.Adjust, New: c.Type == tsp.SetTime})
 			sm.nodes[i].known = true
 			sm.sendCorrection(i, c)
 		}
 		sm.count(master.applier.ApplyAdjust(clocksync.RoundCorrection(nt.Offset, rounding(copt))))
+		if sm.ctl != nil {
+			var since time.Duration
+			if round > 1 {
+				since = sm.roundAt.Sub(sm.prevRound)
+			}
+			next := sm.ctl.Round(since, hosts).Next
+			sm.res.Intervals[next]++
+			sm.s.At(sm.roundAt.Add(next), sm.round)
+		}
 	})
-	sm.s.After(sm.cfg.Interval, sm.round)
+	if sm.ctl == nil {
+		sm.res.Intervals[sm.cfg.Interval]++
+		sm.s.After(sm.cfg.Interval, sm.round)
+	}
 }
 
 // probe sends probe k to slave i and, while replies are missing, the next
@@ -575,6 +631,11 @@ func (sm *sim) sample() {
 	} else if sm.res.ConvergedAt == 0 {
 		sm.res.ConvergedAt = sm.s.Since(vtime.Epoch)
 	}
+	if sp >= 100*time.Microsecond {
+		sm.below100 = false
+	} else if !sm.below100 {
+		sm.below100, sm.res.Below100At = true, sm.s.Since(vtime.Epoch)
+	}
 	if sm.res.Rounds > sm.cfg.SkipRounds || sm.res.Rounds == sm.cfg.SkipRounds && sm.s.Since(sm.roundAt) >= time.Second {
 		sm.res.Spread = append(sm.res.Spread, sp)
 	}
@@ -592,7 +653,7 @@ func (sm *sim) trace() RoundTrace {
 		if i == sm.faulty {
 			continue
 		}
-		r := n.drift + st.FrequencyPPM
+		r := n.clock.NaturalPPM() + st.FrequencyPPM
 		lo, hi = math.Min(lo, r), math.Max(hi, r)
 		sum += st.FrequencyPPM
 		clocks++
@@ -613,6 +674,12 @@ func (sm *sim) finish() {
 	if sm.res.Rounds > 0 {
 		sm.res.PerSlaveRound = float64(sm.res.Packets) / float64(sm.res.Rounds*(len(sm.nodes)-1))
 	}
+	slaves := float64(len(sm.nodes) - 1)
+	sm.res.PerSlaveMinute = float64(sm.res.Packets) / slaves / sm.cfg.Duration.Minutes()
+	sm.res.PerSlaveMinuteLate = float64(sm.res.Packets-sm.latePackets) / slaves / (sm.cfg.Duration - sm.lateFrom.Sub(vtime.Epoch)).Minutes()
+	if !sm.below100 {
+		sm.res.Below100At = 0
+	}
 	sm.res.Converged = sm.lastBad
 	if sm.spread() >= time.Millisecond {
 		sm.res.Converged = -1
@@ -625,7 +692,7 @@ func (sm *sim) finish() {
 	sm.res.P50, sm.res.P95, sm.res.P99, sm.res.Max = Percentile(s, 0.50), Percentile(s, 0.95), Percentile(s, 0.99), s[len(s)-1]
 	late := slices.Clone(sm.res.Spread[len(sm.res.Spread)/3:])
 	slices.Sort(late)
-	sm.res.P99Late = Percentile(late, 0.99)
+	sm.res.P99Late, sm.res.P95Late, sm.res.MaxLate = Percentile(late, 0.99), Percentile(late, 0.95), late[len(late)-1]
 }
 
 // Percentile returns the p-quantile (0..1) of sorted values, nearest rank.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/timed-project/timed/clocksync"
 )
 
 // convergenceBound is the largest offset between two correctly working
@@ -215,5 +217,92 @@ func TestAdaptivePackets(t *testing.T) {
 				t.Errorf("seed %d: largest offset %v beyond the bound %v", seed, r.Max, b)
 			}
 		}
+	}
+}
+
+// Wandering clocks (typical crystals) still converge and stay within a
+// few hundred µs over 240 s rounds; the run is deterministic for a seed
+// and differs from the constant-drift run of the same seed.
+func TestWanderingClocks(t *testing.T) {
+	base := Config{N: 10, Seed: 4, Duration: 2 * time.Hour}
+	wander := base
+	wander.Osc = clocksync.TypicalOscillator(1)
+	a, err := Run(wander)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Run(wander)
+	c, _ := Run(base)
+	if a.P99 != b.P99 || a.Max != b.Max || a.Packets != b.Packets {
+		t.Fatalf("one seed, two runs: %+v / %+v", a, b)
+	}
+	if a.P99 == c.P99 && a.Max == c.Max {
+		t.Fatalf("the oscillator changed nothing: p99 %v, max %v", a.P99, a.Max)
+	}
+	if a.Converged < 0 || a.P99Late > time.Millisecond {
+		t.Fatalf("wandering clocks: converged %d, p99 late %v; want converged, under 1 ms", a.Converged, a.P99Late)
+	}
+}
+
+// Adaptive rounds (floor 8 s, ceiling 240 s) on wandering clocks: the
+// spread is under 1 ms from the first round (3 s) on, where fixed 240 s
+// rounds take until the second (243 s); the rounds reach the ceiling, and
+// in the last two thirds of the run they send no more packets than fixed
+// rounds do (within 20 %), for a spread no worse (within 20 %).
+func TestAdaptiveRounds(t *testing.T) {
+	base := Config{N: 10, Seed: 2, Duration: 30 * time.Minute, MaxOffset: 500 * time.Millisecond, MaxDriftPPM: 43,
+		Osc: clocksync.TypicalOscillator(1), SkipRounds: 1}
+	adaptive := base
+	adaptive.Floor = 8 * time.Second
+	a, err := Run(adaptive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := Run(base)
+	t.Logf("adaptive: <1 ms from %v, <100 µs from %v, p95 late %v, %.2f packets/slave/min (late %.2f), rounds %v",
+		a.ConvergedAt, a.Below100At, a.P95Late, a.PerSlaveMinute, a.PerSlaveMinuteLate, a.Intervals)
+	t.Logf("fixed:    <1 ms from %v, <100 µs from %v, p95 late %v, %.2f packets/slave/min (late %.2f)",
+		f.ConvergedAt, f.Below100At, f.P95Late, f.PerSlaveMinute, f.PerSlaveMinuteLate)
+	if a.Converged < 0 || a.ConvergedAt > 10*time.Second {
+		t.Errorf("adaptive: spread under 1 ms for good only from %v (converged %d), want within 10 s", a.ConvergedAt, a.Converged)
+	}
+	if f.ConvergedAt < 240*time.Second {
+		t.Errorf("fixed 240 s rounds under 1 ms from %v: the scenario no longer shows what adaptive rounds gain", f.ConvergedAt)
+	}
+	if a.Intervals[240*time.Second] == 0 {
+		t.Errorf("adaptive rounds never reached the ceiling: %v", a.Intervals)
+	}
+	if a.PerSlaveMinuteLate > 1.2*f.PerSlaveMinuteLate {
+		t.Errorf("adaptive: %.2f packets/slave/min late in the run, fixed %.2f", a.PerSlaveMinuteLate, f.PerSlaveMinuteLate)
+	}
+	if a.P95Late > f.P95Late*6/5 {
+		t.Errorf("adaptive: p95 %v late in the run, fixed %v", a.P95Late, f.P95Late)
+	}
+}
+
+// A fast temperature cycle (±1 ppm over 30 min, an air conditioner's
+// rather than the day's): fixed 240 s rounds leave the frequency
+// discipline's lag in the spread (hundreds of µs), adaptive rounds shorten
+// to hold it within tens of µs, at the cost of more packets.
+func TestAdaptiveRoundsTemperature(t *testing.T) {
+	base := Config{N: 5, Seed: 1, Duration: time.Hour, MaxOffset: 500 * time.Millisecond, MaxDriftPPM: 43, SkipRounds: 1,
+		Osc: clocksync.Oscillator{WanderPPM: 0.03, TempPPM: 1, TempPeriod: 30 * time.Minute, Seed: 1}, DelayMin: 50 * time.Microsecond, DelayMax: 60 * time.Microsecond}
+	adaptive := base
+	adaptive.Floor = 8 * time.Second
+	a, _ := Run(adaptive)
+	f, _ := Run(base)
+	t.Logf("adaptive: p95 %v, max %v late in the run, %.1f packets/slave/min, rounds %v", a.P95Late, a.MaxLate, a.PerSlaveMinuteLate, a.Intervals)
+	t.Logf("fixed:    p95 %v, max %v, %.1f packets/slave/min", f.P95Late, f.MaxLate, f.PerSlaveMinuteLate)
+	if a.P95Late*4 > f.P95Late {
+		t.Errorf("adaptive p95 %v, fixed %v: want adaptive four times better at least", a.P95Late, f.P95Late)
+	}
+	short := 0
+	for iv, n := range a.Intervals {
+		if iv < 64*time.Second {
+			short += n
+		}
+	}
+	if short < a.Rounds/2 {
+		t.Errorf("adaptive: %d of %d rounds under 64 s (%v): the temperature did not shorten them", short, a.Rounds, a.Intervals)
 	}
 }

@@ -1,7 +1,9 @@
 // Command bench-net measures timed on a real network: for each N it
 // starts N daemons (bin/timed, fast profile, all may be master) in N
 // network namespaces on one bridge, each on a simulated clock with a
-// random offset (±0.5 s) and drift, releases them at the same instant,
+// random offset (±0.5 s) and drift, wandering as a typical crystal's
+// (clocksync.TypicalOscillator; -wander 0 -temp 0 for constant drifts),
+// releases them at the same instant,
 // and samples every daemon's `timedc status` every second. It prints one
 // table, a column per N beside BSD's figures: the time to one master,
 // the steady spread of the clocks (p50/p95/max), the time until the
@@ -38,6 +40,7 @@ import (
 
 	"github.com/timed-project/timed/bench/flood"
 	"github.com/timed-project/timed/bench/netbench"
+	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/timed/control"
 )
 
@@ -52,6 +55,7 @@ type opts struct {
 	seed      uint64
 	offset    time.Duration
 	drift     float64
+	osc       clocksync.Oscillator
 	every     time.Duration
 	keepLogs  string
 	masterMax time.Duration
@@ -68,6 +72,9 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the clocks' offsets and drifts")
 	flag.DurationVar(&o.offset, "offset", 500*time.Millisecond, "clocks start up to this far from the kernel clock, either way")
 	flag.Float64Var(&o.drift, "drift", 50, "clocks drift up to this many ppm, either way")
+	flag.Float64Var(&o.osc.WanderPPM, "wander", clocksync.TypicalWanderPPM, "random walk of each clock's frequency: its Allan deviation at 1000 s, ppm (0: none; default a typical crystal's)")
+	flag.Float64Var(&o.osc.TempPPM, "temp", clocksync.TypicalTempPPM, "periodic (temperature) swing of each clock's frequency, ±ppm (0: none)")
+	flag.DurationVar(&o.osc.TempPeriod, "temp-period", clocksync.TypicalTempPeriod, "period of the temperature swing")
 	flag.DurationVar(&o.every, "every", time.Second, "how often every daemon is sampled once there is a master")
 	flag.DurationVar(&o.masterMax, "master-timeout", 90*time.Second, "give up on an N that has no master this long after the start")
 	flag.StringVar(&o.keepLogs, "logs", "", "keep the daemons' logs in this directory (default: removed)")
@@ -98,6 +105,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-net: -rounds must be at least 10; -settle, -warmup, -offset and -drift not negative; -every positive")
 		os.Exit(2)
 	}
+	o.osc.Seed = o.seed
+	if err := o.osc.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-net: -wander, -temp, -temp-period:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -124,8 +136,8 @@ func run(ctx context.Context, o opts) error {
 		}
 	}
 	fmt.Printf("bench-net: N daemons (%s) in N network namespaces on one bridge; fast profile, all -M; simulated clocks\n", timed)
-	fmt.Printf("offsets uniform in ±%v, drifts in ±%g ppm (seed %d); all released at once; every daemon sampled every %v;\n",
-		o.offset, o.drift, o.seed, o.every)
+	fmt.Printf("offsets uniform in ±%v, drifts in ±%g ppm (seed %d), wandering by %g ppm (Allan deviation at 1000 s) and ±%g ppm over %v;\nall released at once; every daemon sampled every %v;\n",
+		o.offset, o.drift, o.seed, o.osc.WanderPPM, o.osc.TempPPM, o.osc.TempPeriod, o.every)
 	fmt.Printf("steady window: the last %d sync rounds, from %d rounds after the spread stays < 1 ms (at most %d rounds' wait). %d CPUs, load %s\n",
 		o.rounds, o.warmup, o.settle, runtime.NumCPU(), load)
 	var rs []netbench.Result
@@ -201,7 +213,7 @@ func runN(ctx context.Context, o opts, timed string, n int, fam netbench.Family)
 	fmt.Fprintf(os.Stderr, "N=%d: run %s: network up in %.1f s\n", n, names.Run, time.Since(began).Seconds())
 
 	life, end := context.WithCancel(ctx)
-	ds, err := start(life, timed, dir, names, fam, netbench.Clocks(o.seed, n, o.offset, o.drift))
+	ds, err := start(life, timed, dir, names, fam, netbench.Clocks(o.seed, n, o.offset, o.drift, o.osc))
 	defer stop(end, ds, o.keepLogs)
 	if err != nil {
 		r.Err = err

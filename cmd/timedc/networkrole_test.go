@@ -19,6 +19,7 @@ func TestNetworkLine(t *testing.T) {
 		{control.Network{}, where},
 		{control.Network{State: "slave", Master: a1, Slavenet: true}, where + ": slave, master a1 (10.0.0.1:525), slavenet"},
 		{control.Network{State: "master", Master: &control.Peer{Name: "gw"}, Slaves: make([]control.Slave, 2)}, where + ": master of 2 slaves"},
+		{control.Network{State: "master", Slaves: make([]control.Slave, 3), RoundIntervalSecs: 64}, where + ": master of 3 slaves, a round every 1m4s"},
 		{control.Network{State: "ignore"}, where + ": ignore"},
 		{control.Network{State: "candidate"}, where + ": candidate"},
 	} {

@@ -146,6 +146,12 @@ func statusText(s *control.Status) string {
 	if k := s.KernelSync; k != nil {
 		row("kernel", "%s", kernelLine(k))
 	}
+	if r := s.Reference; r != nil {
+		row("reference", "%s", referenceLine(r))
+	}
+	if y != nil && y.UTCVia != "" && y.UTCBoundSecs != nil && y.ReferenceMaxErrorSecs != nil {
+		row("UTC", "within %s via %s (its kernel maxerror %s)", magnitude(*y.UTCBoundSecs), y.UTCVia, magnitude(*y.ReferenceMaxErrorSecs))
+	}
 	elections := fmt.Sprintf("%d seen", s.Elections)
 	if s.LastElection > 0 {
 		elections += fmt.Sprintf(", last took %s", secs(s.LastElection))
@@ -166,6 +172,22 @@ func statusText(s *control.Status) string {
 	}
 	fmt.Fprintf(&b, "\npackets %s\ndrops %s", counters(s.Packets), drops(s.Drops))
 	return b.String()
+}
+
+// referenceLine is a reference host's own state (--reference kernel).
+func referenceLine(r *control.Reference) string {
+	claim := "not claiming (the kernel's clock is not synchronised within the bound)"
+	if r.Claiming {
+		claim = "claiming: this clock is the network time when master"
+	}
+	kernel := "kernel says unsynchronised"
+	if r.KernelSynchronised {
+		kernel = "kernel says synchronised, maxerror " + magnitude(r.KernelMaxErrorSecs)
+	}
+	if r.Error != "" {
+		kernel = "kernel state unreadable: " + r.Error
+	}
+	return fmt.Sprintf("%s; %s (bound %s); %d corrections ignored", claim, kernel, magnitude(r.MaxErrorBoundSecs), r.CorrectionsIgnored)
 }
 
 // offsetLine is the estimate of the offset from network time and what it
@@ -249,6 +271,9 @@ func networkLine(n control.Network) string {
 	switch {
 	case n.State == "master":
 		r += fmt.Sprintf(" of %d slaves", len(n.Slaves))
+		if n.RoundIntervalSecs > 0 {
+			r += fmt.Sprintf(", a round every %v", time.Duration(n.RoundIntervalSecs*float64(time.Second)).Round(time.Millisecond))
+		}
 	case n.Master != nil:
 		r += fmt.Sprintf(", master %s (%s)", n.Master.Name, n.Master.Address)
 	}
@@ -281,7 +306,11 @@ func sourcesText(s *control.Sources) string {
 		return f(*v)
 	}
 	for _, src := range s.Sources {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%o\t%s\t%s\t%s\t%s\t%s\t%s", src.Name, src.Address, src.Role, src.State, src.Reach,
+		role := src.Role
+		if src.ReferenceMaxErrorSecs != nil {
+			role += " (UTC reference ±" + magnitude(*src.ReferenceMaxErrorSecs) + ")"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%o\t%s\t%s\t%s\t%s\t%s\t%s", src.Name, src.Address, role, src.State, src.Reach,
 			opt(src.OffsetSecs, offsetStr), opt(src.ErrorBoundSecs, func(f float64) string { return "±" + magnitude(f) }),
 			opt(src.RTTSecs, magnitude), opt(src.AgeSecs, secs), orDash(src.Method), orDash(src.Stamps))
 		if len(nets) > 1 {

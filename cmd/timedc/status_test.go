@@ -214,3 +214,29 @@ func TestWatch(t *testing.T) {
 		t.Errorf("--interval 1ms: %v", err)
 	}
 }
+
+// TestStatusUTC: a slave of a reference has a UTC line (its bound, the
+// reference, its maxerror); a reference host has its own line; sources
+// mark a master that claims to be a reference.
+func TestStatusUTC(t *testing.T) {
+	st := *slaveStatus
+	y := *st.Sync
+	y.UTCVia, y.ReferenceMaxErrorSecs, y.UTCBoundSecs = "n1", f64(0.004), f64(0.0045)
+	st.Sync = &y
+	st.Reference = &control.Reference{Claiming: false, KernelSynchronised: true, KernelMaxErrorSecs: 0.2, MaxErrorBoundSecs: 0.1, CorrectionsIgnored: 7}
+	out := statusText(&st)
+	for _, want := range []string{"UTC:", "within 4.500 ms via n1 (its kernel maxerror 4.000 ms)",
+		"reference:", "not claiming", "kernel says synchronised, maxerror 200.000 ms (bound 100.000 ms); 7 corrections ignored"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if out := statusText(slaveStatus); strings.Contains(out, "UTC:") || strings.Contains(out, "reference:") {
+		t.Errorf("a slave of a plain master shows UTC or reference lines:\n%s", out)
+	}
+	src := sourcesText(&control.Sources{Hostname: "n2", Sources: []control.Source{
+		{Name: "n1", Address: "127.0.0.1:15251", Network: "peers", Role: "master", State: "current", ReferenceMaxErrorSecs: f64(0.004)}}})
+	if !strings.Contains(src, "master (UTC reference ±4.000 ms)") {
+		t.Errorf("sources do not mark the reference:\n%s", src)
+	}
+}

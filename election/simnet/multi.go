@@ -73,7 +73,7 @@ func (n *Net) Sites() [][]int {
 		return parent[i]
 	}
 	for _, nd := range n.Nodes {
-		if !nd.Up || !nd.Cfg.MayBeMaster {
+		if !nd.Up || !nd.M.Config().MayBeMaster {
 			continue
 		}
 		for _, k := range nd.Nets[1:] {
@@ -163,7 +163,7 @@ func (n *Net) networkSettled(k int) (bool, string) {
 	w := n.Networks[k]
 	eligible := false
 	for _, nd := range w.Members {
-		if nd.Up && nd.Cfg.MayBeMaster {
+		if nd.Up && nd.M.Config().MayBeMaster {
 			eligible = true
 		}
 	}

@@ -132,6 +132,11 @@ type Node struct {
 	// for their time sources nor answers them.
 	NoExt bool
 
+	// Claim is what the node's runtime last told its host of its claim
+	// to be a reference (SetReference; Config.Reference nodes), told
+	// again at every start.
+	Claim election.SetReference
+
 	inc    int // incarnation: bumped by every crash, so stale events die
 	timers map[timerKey]*vtime.Event
 	// Clock actions received, for tests of the clock interface.
@@ -456,6 +461,7 @@ func (n *Net) Start(nd *Node) {
 	nd.H, nd.M, nd.Up = h, h.Machine(0), true
 	nd.timers = map[timerKey]*vtime.Event{}
 	n.fault()
+	n.carryOut(nd, h.SetReference(n.S.Now(), nd.Claim))
 	for i := range nd.Nets {
 		n.step(nd, i, election.Start{})
 	}
@@ -496,7 +502,25 @@ func (n *Net) StepNet(nd *Node, net int, ev election.Event) {
 }
 
 func (n *Net) step(nd *Node, net int, ev election.Event) {
-	for _, a := range nd.H.Step(n.S.Now(), net, ev) {
+	n.carryOut(nd, nd.H.Step(n.S.Now(), net, ev))
+}
+
+// SetReference tells a reference node's host its claim (as the daemon
+// does when the kernel's state changes); it is kept for the node's
+// restarts. A change of claim is a fault for the Checker.
+func (n *Net) SetReference(nd *Node, e election.SetReference) {
+	nd.Claim = e
+	if !nd.Up {
+		return
+	}
+	n.tracef("%s claim=%v maxerror=%v", nd.Name, e.Claim, e.MaxError)
+	n.fault()
+	n.carryOut(nd, nd.H.SetReference(n.S.Now(), e))
+}
+
+// carryOut carries out a host's actions.
+func (n *Net) carryOut(nd *Node, as []election.NetAction) {
+	for _, a := range as {
 		if n.OnAction != nil {
 			n.OnAction(nd, a.Action)
 		}
@@ -549,6 +573,27 @@ func (n *Net) apply(nd *Node, net int, a election.Action) {
 		n.sendExt(nd, net, a.To.Addr, tsp.ExtSourceReq, "", func(from netip.AddrPort) election.Event {
 			return election.SourceQuery{From: from, Seq: a.Seq}
 		})
+	case election.TellReference:
+		n.Stats.SentExt[tsp.ExtReference]++
+		n.tracef("%s > * %v %v", who, tsp.ExtReference, a.MaxError)
+		if nd.NoExt {
+			return
+		}
+		for _, dst := range n.Networks[nd.Nets[net]].Members {
+			if dst == nd {
+				continue
+			}
+			name := nd.Name
+			n.carry(nd, net, dst, func() bool {
+				if dst.NoExt {
+					return false
+				}
+				n.Stats.DeliveredExt[tsp.ExtReference]++
+				return true
+			}, func(from netip.AddrPort) election.Event {
+				return election.ReferenceHeard{From: from, Name: name, MaxError: a.MaxError}
+			})
+		}
 	case election.TellSource:
 		n.sendExt(nd, net, a.To, tsp.ExtSource, fmt.Sprintf(" %s %d", a.Source, a.Hops), func(from netip.AddrPort) election.Event {
 			return election.SourceAnswer{From: from, Seq: a.Seq, Source: a.Source, Hops: a.Hops}
@@ -741,7 +786,7 @@ func componentSettled(comp []*Node) (bool, string) {
 		if nd.M.State().IsMaster() {
 			masters = append(masters, nd)
 		}
-		if nd.Cfg.MayBeMaster {
+		if nd.M.Config().MayBeMaster { // a reference only while it claims
 			eligible = true
 		}
 	}

@@ -110,6 +110,9 @@ type Status struct {
 	// (--clock system with kernel-sync-status); omitted where it leaves
 	// the kernel alone.
 	KernelSync *KernelSync `json:"kernel_sync,omitempty"`
+	// Reference is this host's own reference state (--reference kernel);
+	// omitted on other hosts.
+	Reference *Reference `json:"reference,omitempty"`
 	// LastCorrection is the last correction this host applied to its clock.
 	LastCorrection *Correction        `json:"last_correction,omitempty"`
 	FrequencyPPM   float64            `json:"frequency_ppm"`
@@ -146,6 +149,10 @@ type Network struct {
 	// Master is the master it follows here, or itself where it is master.
 	Master *Peer   `json:"master,omitempty"`
 	Slaves []Slave `json:"slaves,omitempty"` // where it is master
+	// RoundIntervalSecs, where it is master, is the interval its sync
+	// rounds run at now: adaptive rounds' (from sync-interval-min up to
+	// sync-interval), or the sync-interval when fixed.
+	RoundIntervalSecs float64 `json:"round_interval_seconds,omitempty"`
 	// Slavenet: the one network the daemon is a slave on, whose master's
 	// corrections its clock takes.
 	Slavenet bool `json:"slavenet,omitempty"`
@@ -165,6 +172,27 @@ type KernelSync struct {
 	// Error is why the last write failed; the state above is the last
 	// one written.
 	Error string `json:"error,omitempty"`
+}
+
+// Reference is a reference host's own state (--reference kernel): what
+// the kernel last said of its clock, kept by another program, and
+// whether the host claims to be a reference (README, "UTC on the LAN").
+type Reference struct {
+	// Claiming: the kernel has said synchronised within MaxErrorBound
+	// (with the hold's hysteresis); the host serves its clock as the
+	// network time when master, and its election outranks others'.
+	Claiming bool `json:"claiming"`
+	// KernelSynchronised and KernelMaxErrorSecs are the kernel's last
+	// reading (STA_UNSYNC clear; maxerror), at CheckedAt; Error why it
+	// could not be read.
+	KernelSynchronised bool      `json:"kernel_synchronised"`
+	KernelMaxErrorSecs float64   `json:"kernel_maxerror_seconds"`
+	MaxErrorBoundSecs  float64   `json:"maxerror_bound_seconds"`
+	CheckedAt          time.Time `json:"checked_at"`
+	Error              string    `json:"error,omitempty"`
+	// CorrectionsIgnored counts the corrections this host was asked to
+	// make to its clock and did not.
+	CorrectionsIgnored int `json:"corrections_ignored"`
 }
 
 // Sync states (Sync.State). README, "Is it synchronised?", defines them.
@@ -198,6 +226,17 @@ type Sync struct {
 	// PendingSlewSecs is what is still to be slewed of that correction
 	// (at adjtime's 500 ppm): the estimate counts it as not yet done.
 	PendingSlewSecs float64 `json:"pending_slew_seconds"`
+	// UTCVia is the reference host this host's time comes from (README,
+	// "UTC on the LAN"): the master it follows, which claims to be a
+	// reference, or itself; omitted elsewhere. ReferenceMaxErrorSecs is
+	// that host's kernel maxerror (its bound on its distance from UTC)
+	// and UTCBoundSecs this host's bound on its own distance from UTC:
+	// the reference's maxerror, plus this host's offset from it and that
+	// offset's error bound (a slave's grows from clocksync's least
+	// measurement error since its last correction), while synchronised.
+	UTCVia                string   `json:"utc_via,omitempty"`
+	ReferenceMaxErrorSecs *float64 `json:"reference_maxerror_seconds,omitempty"`
+	UTCBoundSecs          *float64 `json:"utc_bound_seconds,omitempty"`
 	// LastCorrectionAgeSecs: since the last correction applied to the
 	// clock (Status.LastCorrection says which).
 	LastCorrectionAgeSecs *float64 `json:"last_correction_age_seconds,omitempty"`
@@ -245,7 +284,10 @@ type Source struct {
 	OffsetSecs     *float64 `json:"offset_seconds,omitempty"`
 	ErrorBoundSecs *float64 `json:"error_bound_seconds,omitempty"`
 	RTTSecs        *float64 `json:"rtt_seconds,omitempty"`
-	AgeSecs        *float64 `json:"age_seconds,omitempty"`
+	// ReferenceMaxErrorSecs: a master that claims to be a reference
+	// (README, "UTC on the LAN"), with the kernel maxerror it announced.
+	ReferenceMaxErrorSecs *float64 `json:"reference_maxerror_seconds,omitempty"`
+	AgeSecs               *float64 `json:"age_seconds,omitempty"`
 	// Method is how the offset was measured: "probe" (ours) or "icmp"
 	// (ICMP timestamps, for BSD daemons); for a master, how it measures
 	// this host (its probes seen here, or else ICMP, which the kernel

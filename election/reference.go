@@ -1,0 +1,250 @@
+package election
+
+import (
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"time"
+
+	"github.com/timed-project/timed/tsp"
+)
+
+// References. A reference host (Config.Reference; the daemon's
+// --reference kernel) is one whose clock another program keeps on UTC
+// (chrony, ntpd). It may be master only while it claims to be a
+// reference: the runtime tells the Host so (SetReference) as the kernel's
+// state goes good and bad, with its own hysteresis. While it claims:
+//
+//   - it announces the claim (TellReference, our version-2
+//     tsp.ExtReference, broadcast on the network) before each MASTERUP,
+//     LOOP, MASTERACK and QUIT it sends there, at most once per
+//     announceGap except before MASTERUP and QUIT;
+//   - a claim heard (ReferenceHeard) from a trusted address stands for a
+//     round and a half (rootWindow), like a LOOP's time source;
+//   - two masters are ordered by their claims before their time sources
+//     and names (rivalRank): a claiming reference outranks a host that
+//     does not claim; of two, the smaller maxerror (by powers of two of a
+//     millisecond, refBucket, so that maxerrors that wander a little
+//     between the programs' updates do not swap the order), then the
+//     lower name;
+//   - a reference that follows a master it outranks takes its network
+//     over at once (its MASTERUP and QUIT follow its announcement), and
+//     one that has no master when its claim begins holds an election at
+//     once;
+//   - on a gateway, a claim outranks the time sources too (settle): a
+//     network whose master it outranks is taken over. Between two
+//     networks whose masters are not references, the sources decide as
+//     before.
+//
+// When it stops claiming it gives up being master: where it is master or
+// candidate it becomes a slave without a master, and may not be master
+// again until it claims again; its former slaves elect a master among
+// themselves when their election timers run out (ordinary TEMPO), or
+// follow another reference. A reference's machine never takes a
+// correction into account in this package's sense: the runtime ignores
+// AdjustClock and SetClock, its clock being another program's.
+//
+// BSD's daemons, and ours with --bsd-compat, drop version 2 unread: they
+// see an ordinary master, whose MASTERUP and QUIT they take as any
+// other's; a master that has not heard the claim and QUITs the reference
+// is refused (RefusedOutranked) and told to QUIT in turn
+// (TestReferenceBSDPeers). A claim heard counts from the Host's latest
+// step: ReferenceOf between steps may show one up to that step's age
+// older than its window.
+
+// SetReference is what the runtime tells the Host of this host's claim
+// (Host.SetReference): Claim while the clock is synchronised within the
+// configured bound, with MaxError the kernel's maxerror.
+type SetReference struct {
+	Claim    bool
+	MaxError time.Duration
+}
+
+// TellReference announces this host's claim on the network: the runtime
+// broadcasts tsp.ExtReference carrying MaxError (tsp.ReferencePayload).
+// A runtime that speaks no version 2 drops it.
+type TellReference struct {
+	MaxError time.Duration
+}
+
+// ReferenceHeard is a tsp.ExtReference received on this network: the
+// host Name at From claims to be a reference with MaxError.
+type ReferenceHeard struct {
+	From     netip.AddrPort
+	Name     string
+	MaxError time.Duration
+}
+
+func (TellReference) isAction()        {}
+func (SetReference) isEvent()          {}
+func (ReferenceHeard) isEvent()        {}
+func (a TellReference) String() string { return fmt.Sprintf("tell-reference maxerror=%v", a.MaxError) }
+func (e SetReference) String() string {
+	return fmt.Sprintf("set-reference claim=%v maxerror=%v", e.Claim, e.MaxError)
+}
+func (e ReferenceHeard) String() string {
+	return fmt.Sprintf("reference-heard %s (%v) maxerror=%v", e.Name, e.From, e.MaxError)
+}
+
+// heardRef is a claim heard on a network.
+type heardRef struct {
+	name   string
+	maxErr time.Duration
+	at     time.Time
+}
+
+// maxRefs bounds a network's table of claims heard: forged claims from
+// ever new addresses must not grow it.
+const maxRefs = 64
+
+// refBucket is how maxerrors compare: by powers of two of a millisecond
+// (below 1 ms all are equal).
+func refBucket(d time.Duration) int { return bits.Len64(uint64(max(d, 0) / time.Millisecond)) }
+
+// Claim is this host's claim to be a reference, as the Host holds it.
+func (h *Host) Claim() (claiming bool, maxError time.Duration) { return h.claim, h.claimErr }
+
+// HeardReference is a claim heard: who claims, the maxerror it
+// announced, and when it was heard (the time of the Host's step).
+type HeardReference struct {
+	Name     string
+	MaxError time.Duration
+	At       time.Time
+}
+
+// ReferenceOf is the claim heard from the host at from on network i, if
+// one stands.
+func (h *Host) ReferenceOf(i int, from netip.AddrPort) (HeardReference, bool) {
+	if i < 0 || i >= len(h.nets) {
+		return HeardReference{}, false
+	}
+	r, ok := h.nets[i].refs[from]
+	if !ok || h.now.Sub(r.at) > h.nets[i].cfg.rootWindow() {
+		return HeardReference{}, false
+	}
+	return HeardReference{Name: r.name, MaxError: r.maxErr, At: r.at}, true
+}
+
+// SetReference tells the Host whether this host claims to be a reference
+// now (Config.Reference hosts only; others ignore it). It returns what
+// to do, as Step.
+func (h *Host) SetReference(now time.Time, e SetReference) []NetAction {
+	h.now = now
+	if !h.reference {
+		return nil
+	}
+	was := h.claim
+	h.claim, h.claimErr = e.Claim, max(e.MaxError, 0)
+	for i, n := range h.nets {
+		n.cfg.MayBeMaster = e.Claim
+		n.m.cfg.MayBeMaster = e.Claim
+		if was && !e.Claim && n.mode == netRunning {
+			h.with(i, func(m *Machine) { m.resign("no longer a reference") })
+		}
+		if !was && e.Claim && n.mode == netRunning && n.m.State() == Slave && !n.m.haveMaster {
+			h.with(i, func(m *Machine) { m.becomeCandidate("a reference with no master") })
+		}
+	}
+	h.reconcile()
+	return h.finish()
+}
+
+// referenceHeard records a claim heard on network i from a trusted
+// address.
+func (h *Host) referenceHeard(i int, e ReferenceHeard) {
+	n := h.nets[i]
+	if n.fromSelf(e.From) || !n.m.isTrusted(e.From) || !tsp.ValidName(e.Name) {
+		return
+	}
+	if _, ok := n.refs[e.From]; !ok && len(n.refs) >= maxRefs {
+		w := n.cfg.rootWindow()
+		for a, r := range n.refs {
+			if h.now.Sub(r.at) > w {
+				delete(n.refs, a)
+			}
+		}
+		if len(n.refs) >= maxRefs {
+			return
+		}
+	}
+	n.refs[e.From] = heardRef{name: e.Name, maxErr: max(e.MaxError, 0), at: h.now}
+}
+
+// refRank orders this host against the master at from on network i by
+// their claims: −1 when ours outranks theirs, +1 when theirs outranks
+// ours, 0 when neither claims (the time sources and names decide).
+func (h *Host) refRank(i int, from netip.AddrPort, name string) int {
+	r, theirs := h.ReferenceOf(i, from)
+	theirs = theirs && r.Name == name
+	theirErr := r.MaxError
+	switch {
+	case !h.claim && !theirs:
+		return 0
+	case !theirs:
+		return -1
+	case !h.claim:
+		return 1
+	}
+	switch a, b := refBucket(h.claimErr), refBucket(theirErr); {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case h.name < name:
+		return -1
+	case h.name > name:
+		return 1
+	}
+	return 0
+}
+
+// claimNetworks has a claiming reference take over every network where
+// it follows a master it outranks (after every step). A slave with no
+// master holds an election when the claim begins (SetReference), not at
+// every step: a refused candidacy must back off as any other.
+func (h *Host) claimNetworks() {
+	if !h.claim {
+		return
+	}
+	for i, n := range h.nets {
+		if n.mode != netRunning {
+			continue
+		}
+		m := n.m
+		if st := m.State(); st != Slave && st != Accept {
+			continue
+		}
+		if q, ok := m.Master(); ok && h.refRank(i, q.Addr, q.Name) < 0 {
+			h.takeOver(i, q, "a reference outranks master "+q.Name)
+		}
+	}
+	if h.slave >= 0 && !h.follows(h.slave) {
+		h.slave = -1 // it took its slavenet over: it is its own time source
+	}
+}
+
+// announceGap is the least time between two announcements on a network
+// before anything but MASTERUP and QUIT.
+func (c Config) announceGap() time.Duration { return c.Retransmit[0] / 2 }
+
+// announce puts a TellReference before each MASTERUP, LOOP, MASTERACK
+// and QUIT of a claiming reference in out (finish).
+func (h *Host) announced(out []NetAction) []NetAction {
+	if !h.claim {
+		return out
+	}
+	var with []NetAction
+	for _, a := range out {
+		if s, ok := a.Action.(Send); ok {
+			n := h.nets[a.Net]
+			switch t := s.Packet.Type; {
+			case t == tsp.MasterUp || t == tsp.Quit,
+				(t == tsp.Loop || t == tsp.MasterAck) && h.now.Sub(n.toldRef) >= n.cfg.announceGap():
+				n.toldRef = h.now
+				with = append(with, NetAction{Net: a.Net, Action: TellReference{MaxError: h.claimErr}})
+			}
+		}
+		with = append(with, a)
+	}
+	return with
+}
