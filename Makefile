@@ -233,11 +233,15 @@ bench-flood: build
 ## stays < 1 ms and < 100 µs, packets per slave per round, RSS and CPU per
 ## daemon, as one table beside BSD's figures. Needs root; about 6 minutes
 ## for 5,20,50; leaves nothing (namespaces, links, the firewall rule it adds).
+## BENCH_NET_FAMILY: the links' families, a run per family and N (ipv4, ipv6:
+## IPv6-only links, where the daemons meet through the link-local group), e.g.
+## `make bench-net BENCH_NET_N=20 BENCH_NET_FAMILY=ipv4,ipv6`.
 BENCH_NET_N      ?= 5,20,50
 BENCH_NET_ROUNDS ?= 12
 BENCH_NET_SEED   ?= 1
+BENCH_NET_FAMILY ?= ipv4
 bench-net: build
-	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED)
+	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY)
 
 ## bench-defaults: issue 20's figures in virtual time (simsync's
 ## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the
@@ -262,6 +266,7 @@ fuzz:
 	$(GO) test ./internal/sockopt -run '^$$' -fuzz '^FuzzTxTimestamp$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./election/ring/live -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp/udp -run '^$$' -fuzz '^FuzzParsePeer$$' -fuzztime $(FUZZTIME)
 
 ## man: the man pages timed(8), timedc(8) and their commands', timed.yaml(5),
 ## and the bash, zsh and fish completions, into build/docs: generated from

@@ -30,6 +30,7 @@ import (
 	"github.com/timed-project/timed/clocksync"
 	"github.com/timed-project/timed/election"
 	"github.com/timed-project/timed/tsp/auth"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // DefaultPath is where the daemon looks for its file when --config is not
@@ -53,11 +54,13 @@ type Config struct {
 	Trace          bool           // -t: trace packets
 	Debug          bool           // -d: foreground, debug logging
 
-	Port          int      // UDP port of TSP (BSD: 525)
-	Hostname      string   // name written in packets; empty = the system's
-	Interfaces    string   // go-sockaddr template selecting interfaces; empty = BSD's choice
-	Peers         []string // host:port list; when set, broadcast becomes unicast fan-out
-	Clock         string   // system | dry-run | sim:offset=…,drift=…
+	Port          int        // UDP port of TSP (BSD: 525)
+	Hostname      string     // name written in packets; empty = the system's
+	Interfaces    string     // go-sockaddr template selecting interfaces; empty = BSD's choice
+	Family        udp.Family // which family serves a link that has both: auto, ipv4, ipv6
+	IPv6Group     netip.Addr // the IPv6 link-local group that stands for broadcast
+	Peers         []string   // host:port, [IPv6]:port, [fe80::1%eth0]:port; when set, broadcast becomes unicast fan-out
+	Clock         string     // system | dry-run | sim:offset=…,drift=…
 	ControlSocket string
 	LogLevel      logrus.Level
 	LogFormat     string // text | json
@@ -217,14 +220,16 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("config", DefaultPath, "configuration file (YAML)")
 	fs.BoolP("master", "M", false, "may become master (BSD -M)")
 	fs.StringSliceP("trusted", "F", nil, "trusted hosts; implies -M (BSD -F)")
-	fs.StringSliceP("networks", "n", nil, "use only these networks, CIDR (BSD -n)")
-	fs.StringSliceP("ignore-networks", "i", nil, "ignore these networks, CIDR (BSD -i)")
+	fs.StringSliceP("networks", "n", nil, "use only these networks, IPv4 or IPv6 CIDR (BSD -n)")
+	fs.StringSliceP("ignore-networks", "i", nil, "ignore these networks, IPv4 or IPv6 CIDR (BSD -i)")
 	fs.BoolP("trace", "t", false, "trace packets (BSD -t)")
 	fs.BoolP("debug", "d", false, "stay in the foreground and log at debug level (BSD -d)")
 	fs.Int("port", 525, "UDP port of TSP")
 	fs.String("hostname", "", "name sent in packets (default: the system host name)")
-	fs.String("interfaces", "", "go-sockaddr template selecting the interfaces (default: up, broadcast, non-loopback IPv4)")
-	fs.StringSlice("peers", nil, "host:port list; broadcast becomes unicast to these peers")
+	fs.String("interfaces", "", "go-sockaddr template selecting the interfaces (default: up, non-loopback; IPv4 broadcast-capable, IPv6 multicast-capable with a global or unique-local address)")
+	fs.String("family", "auto", "address family on a link that has both: auto (IPv4 where the interface has IPv4, where BSD daemons may be; elsewhere IPv6, where it has a global or unique-local address) | ipv4 | ipv6")
+	fs.String("ipv6-group", udp.DefaultGroup.String(), "IPv6 link-local multicast group that stands for broadcast on IPv6 links (ff02::/16)")
+	fs.StringSlice("peers", nil, "host:port, [IPv6]:port or [fe80::1%eth0]:port list; broadcast becomes unicast to these peers")
 	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm[,wander=Nppm,temp=Nppm,period=D,seed=N] (a simulated clock; wander, temp: a crystal's frequency noise)")
 	fs.String("control-socket", DefaultControlSocket, "unix socket for timedc status")
 	fs.String("log-level", "info", "panic | fatal | error | warn | info | debug | trace")
@@ -427,10 +432,22 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 		bad("hostname", c.Hostname, "at most 255 bytes", nil)
 	}
 	c.Interfaces = r.scalar("interfaces", "a go-sockaddr template")
+	rawFamily := r.scalar("family", "auto, ipv4 or ipv6")
+	var err error
+	if c.Family, err = udp.ParseFamily(rawFamily); err != nil {
+		bad("family", rawFamily, "auto, ipv4 or ipv6", nil)
+	}
+	rawGroup := r.scalar("ipv6-group", "an IPv6 link-local multicast address (ff02::/16)")
+	if c.IPv6Group, err = netip.ParseAddr(rawGroup); err == nil {
+		err = udp.CheckGroup(c.IPv6Group)
+	}
+	if err != nil {
+		bad("ipv6-group", rawGroup, "an IPv6 link-local multicast address (ff02::/16), e.g. "+udp.DefaultGroup.String(), err)
+	}
 	c.Peers = r.list("peers", "a list of host:port")
 	for _, p := range c.Peers {
-		if err := checkHostPort(p); err != nil {
-			bad("peers", p, "host:port with a port from 1 to 65535", err)
+		if _, _, err := udp.ParsePeer(p); err != nil {
+			bad("peers", p, "host:port, [IPv6]:port or [fe80::1%zone]:port, with a port from 1 to 65535", err)
 		}
 	}
 	const clocks = "system, dry-run or sim:offset=±D,drift=±Nppm"
@@ -522,36 +539,27 @@ func list(raw any) []string {
 
 func prefixes(r *reader, key string) []netip.Prefix {
 	var out []netip.Prefix
-	for _, s := range r.list(key, "a list of IPv4 networks in CIDR form") {
+	const accepted = "IPv4 or IPv6 networks in CIDR form, e.g. 192.0.2.0/24 or 2001:db8::/64"
+	for _, s := range r.list(key, "a list of IPv4 or IPv6 networks in CIDR form") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			// BSD accepted a bare network number; take an address as its /32.
+			// BSD accepted a bare network number; take an address as its
+			// /32 (IPv6: /128).
 			a, aerr := netip.ParseAddr(s)
-			if aerr != nil || !a.Is4() {
-				r.bad(key, s, "IPv4 networks in CIDR form, e.g. 192.0.2.0/24", err)
+			if aerr != nil || a.Zone() != "" {
+				r.bad(key, s, accepted, err)
 				continue
 			}
-			p = netip.PrefixFrom(a, 32)
+			a = a.Unmap()
+			p = netip.PrefixFrom(a, a.BitLen())
 		}
-		if !p.Addr().Is4() {
-			r.bad(key, s, "IPv4 networks in CIDR form (TSP is IPv4 only)", nil)
+		if p.Addr().Is4In6() {
+			r.bad(key, s, accepted+" (not IPv4-mapped)", nil)
 			continue
 		}
 		out = append(out, p.Masked())
 	}
 	return out
-}
-
-func checkHostPort(s string) error {
-	_, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return err
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q out of range", port)
-	}
-	return nil
 }
 
 // Setting is one effective value and where it came from, for `timed
@@ -572,6 +580,7 @@ func Effective(fs *pflag.FlagSet, c *Config) []Setting {
 		"networks": joinPrefixes(c.Networks), "ignore-networks": joinPrefixes(c.IgnoreNetworks),
 		"trace": strconv.FormatBool(c.Trace), "debug": strconv.FormatBool(c.Debug),
 		"port": strconv.Itoa(c.Port), "hostname": c.Hostname, "interfaces": c.Interfaces,
+		"family": string(c.Family), "ipv6-group": c.IPv6Group.String(),
 		"peers": strings.Join(c.Peers, ","), "clock": c.Clock, "control-socket": c.ControlSocket,
 		"log-level": c.LogLevel.String(), "log-format": c.LogFormat, "metrics-listen": c.MetricsListen,
 		"profile": c.Profile, "frequency-discipline": strconv.FormatBool(c.Sync.FrequencyDiscipline), "drift-file": c.Sync.DriftFile,
@@ -639,10 +648,10 @@ func authSettings(r *reader) Auth {
 		r.bad("auth-sign-key", show(r.v.Get("auth-sign-key")), "a key ID from 0 to 4294967295", nil)
 	}
 	a.SignKey = id
-	for _, p := range r.list("unsigned-peers", "a list of IPv4 addresses or CIDRs") {
+	for _, p := range r.list("unsigned-peers", "a list of addresses or CIDRs") {
 		pfx, err := auth.ParsePeer(p)
 		if err != nil {
-			r.bad("unsigned-peers", p, "an IPv4 address or CIDR", err)
+			r.bad("unsigned-peers", p, "an IPv4 or IPv6 address or CIDR", err)
 			continue
 		}
 		a.UnsignedPeers = append(a.UnsignedPeers, pfx)
@@ -659,6 +668,18 @@ func authSettings(r *reader) Auth {
 	}
 	a.StateDir = r.scalar("state-dir", "a path")
 	return a
+}
+
+func checkHostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q out of range", port)
+	}
+	return nil
 }
 
 // referenceValue is the reference key's value as written.

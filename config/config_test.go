@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/timed-project/timed/election"
+	"github.com/timed-project/timed/tsp/udp"
 )
 
 // load parses args as the daemon would and loads with the given file
@@ -130,6 +132,25 @@ func TestFastProfileOverridable(t *testing.T) {
 	}
 }
 
+// TestIPv6Values: IPv6 prefixes (a bare address as its /128), bracketed
+// and zoned peers, the family and the group are accepted.
+func TestIPv6Values(t *testing.T) {
+	c, _, err := load(t, "", "-n", "2001:db8::/32,fd00::1", "--peers", "[::1]:15250,[2001:db8::1]:525,127.0.0.1:15251", "--family", "ipv6", "--ipv6-group", "ff02::1:7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []netip.Prefix{netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("fd00::1/128")}; !slices.Equal(c.Networks, want) {
+		t.Errorf("networks = %v", c.Networks)
+	}
+	if len(c.Peers) != 3 || c.Family != udp.FamilyIPv6 || c.IPv6Group != netip.MustParseAddr("ff02::1:7") {
+		t.Errorf("peers %v family %v group %v", c.Peers, c.Family, c.IPv6Group)
+	}
+	c, _, err = load(t, "")
+	if err != nil || c.Family != udp.FamilyAuto || c.IPv6Group != udp.DefaultGroup {
+		t.Errorf("defaults: family %v group %v, %v", c.Family, c.IPv6Group, err)
+	}
+}
+
 // Adaptive rounds: on by default (floor 8 s under BSD's 240 s ceiling),
 // fixed with the fast profile (floor = its 4 s), and an unset floor
 // follows a shorter sync-interval down instead of failing.
@@ -180,7 +201,15 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 		{[]string{"--sync-interval", "soon"}, "", `invalid sync-interval "soon": accepted: a Go duration from 100ms to 24h0m0s`},
 		{[]string{"--candidate-wait", "2h"}, "", `invalid candidate-wait "2h": accepted: a Go duration from 1ms to 1h0m0s`},
 		{[]string{"-n", "192.0.2.0/24", "-i", "198.51.100.0/24"}, "", "not both"},
-		{[]string{"-n", "2001:db8::/32"}, "", "TSP is IPv4 only"},
+		{[]string{"-n", "2001:db8::/32x"}, "", `invalid networks "2001:db8::/32x": accepted: IPv4 or IPv6 networks in CIDR form`},
+		{[]string{"-i", "fe80::1%eth0"}, "", `invalid ignore-networks "fe80::1%eth0"`},
+		{[]string{"-n", "::ffff:10.0.0.0/104"}, "", "not IPv4-mapped"},
+		{[]string{"--peers", "2001:db8::1:525"}, "", `an IPv6 address goes in brackets`},
+		{[]string{"--peers", "[2001:db8::1:525"}, "", `missing ']'`},
+		{[]string{"--peers", "[fe80::1%nosuchif0]:525"}, "", `unknown zone "nosuchif0"`},
+		{[]string{"--peers", "[fe80::1]:525"}, "", `needs its interface`},
+		{[]string{"--family", "inet6"}, "", `invalid family "inet6": accepted: auto, ipv4 or ipv6`},
+		{[]string{"--ipv6-group", "ff05::20d"}, "", `invalid ipv6-group "ff05::20d": accepted: an IPv6 link-local multicast address`},
 		{[]string{"--log-level", "loud"}, "", `invalid log-level "loud"`},
 		{[]string{"--log-format", "xml"}, "", `invalid log-format "xml": accepted: text or json`},
 		{[]string{"--clock", "atomic"}, "", `invalid clock "atomic"`},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,10 +134,17 @@ func newClusterPeers(t *testing.T, offsets []time.Duration, extra func(i int, pe
 // timedBin (the flood test measures memory, which -race multiplies).
 func newClusterOf(t *testing.T, bin string, offsets []time.Duration, extra func(i int, peers string) []string) *cluster {
 	t.Helper()
+	return newClusterAt(t, bin, netip.MustParseAddr("127.0.0.1"), offsets, extra)
+}
+
+// newClusterAt is newClusterOf with the peers on loopback address lo:
+// 127.0.0.1 or ::1.
+func newClusterAt(t *testing.T, bin string, lo netip.Addr, offsets []time.Duration, extra func(i int, peers string) []string) *cluster {
+	t.Helper()
 	ports := freePorts(t, len(offsets))
 	var peers []string
 	for _, p := range ports {
-		peers = append(peers, "127.0.0.1:"+strconv.Itoa(p))
+		peers = append(peers, netip.AddrPortFrom(lo, uint16(p)).String())
 	}
 	c := &cluster{t: t, bin: bin, peers: strings.Join(peers, ",")}
 	dir := t.TempDir()
@@ -151,19 +159,22 @@ func newClusterOf(t *testing.T, bin string, offsets []time.Duration, extra func(
 		c.nodes = append(c.nodes, n)
 		c.start(n)
 	}
-	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			c.kill(n, syscall.SIGKILL)
-		}
-		if t.Failed() {
-			for _, n := range c.nodes {
-				n.mu.Lock()
-				t.Logf("---- log of %s ----\n%s", n.name, n.log.String())
-				n.mu.Unlock()
-			}
-		}
-	})
+	t.Cleanup(c.stopAll)
 	return c
+}
+
+// stopAll kills every node and, when the test failed, logs their output.
+func (c *cluster) stopAll() {
+	for _, n := range c.nodes {
+		c.kill(n, syscall.SIGKILL)
+	}
+	if c.t.Failed() {
+		for _, n := range c.nodes {
+			n.mu.Lock()
+			c.t.Logf("---- log of %s ----\n%s", n.name, n.log.String())
+			n.mu.Unlock()
+		}
+	}
 }
 
 func (n *node) socket() string { return filepath.Join(n.dir, n.name+".sock") }
@@ -338,4 +349,18 @@ func timedc(t *testing.T, args ...string) (string, error) {
 		return out.String(), fmt.Errorf("timedc %s: %w: %s", strings.Join(args, " "), err, errb.String())
 	}
 	return out.String(), nil
+}
+
+// spreadBelow: the cluster's clocks are within bound of each other.
+func spreadBelow(c *cluster, bound time.Duration) (bool, string) {
+	st, err := c.statuses()
+	if err != nil {
+		return false, err.Error()
+	}
+	lo, hi := 1e9, -1e9
+	for _, s := range st {
+		lo, hi = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs)
+	}
+	spread := time.Duration((hi - lo) * 1e9)
+	return spread < bound, fmt.Sprintf("largest pairwise offset %v", spread)
 }

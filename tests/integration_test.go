@@ -47,18 +47,8 @@ func TestClocksConverge(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, fiveOffsets, func(int) []string { return []string{"-M"} })
 	c.awaitOneMaster()
-	const bound = 20 * time.Millisecond
 	c.await("clocks within 20 ms", 10*syncInterval+10*time.Second, func() (bool, string) {
-		st, err := c.statuses()
-		if err != nil {
-			return false, err.Error()
-		}
-		lo, hi := 1e9, -1e9
-		for _, s := range st {
-			lo, hi = min(lo, s.OffsetSecs), max(hi, s.OffsetSecs)
-		}
-		spread := time.Duration((hi - lo) * 1e9)
-		return spread < bound, fmt.Sprintf("largest pairwise offset %v", spread)
+		return spreadBelow(c, 20*time.Millisecond)
 	})
 }
 

@@ -31,9 +31,11 @@ type localAddrs struct {
 	readAt time.Time
 }
 
-// isLocal: a is loopback or one of this host's interface addresses. The
-// list is read again at most every localAddrsTTL, so a flood of admin
-// packets does not become a flood of netlink dumps.
+// isLocal: a is loopback or one of this host's interface addresses, IPv4
+// or IPv6. A link-local IPv6 address is ours only on its own interface
+// (fe80::1%eth0), since another link may hold the same address. The list
+// is read again at most every localAddrsTTL, so a flood of admin packets
+// does not become a flood of netlink dumps.
 func (s *localAddrs) isLocal(a netip.Addr, now time.Time) bool {
 	a = a.Unmap()
 	if a.IsLoopback() {
@@ -41,11 +43,20 @@ func (s *localAddrs) isLocal(a netip.Addr, now time.Time) bool {
 	}
 	if s.addrs == nil || now.Sub(s.readAt) > localAddrsTTL {
 		s.addrs, s.readAt = map[netip.Addr]bool{}, now
-		if ifAddrs, err := net.InterfaceAddrs(); err == nil {
+		ifs, _ := net.Interfaces()
+		for _, ifi := range ifs {
+			ifAddrs, err := ifi.Addrs()
+			if err != nil {
+				continue
+			}
 			for _, ia := range ifAddrs {
 				if pn, ok := ia.(*net.IPNet); ok {
 					if ip, ok := netip.AddrFromSlice(pn.IP); ok {
-						s.addrs[ip.Unmap()] = true
+						ip = ip.Unmap()
+						if ip.Is6() && ip.IsLinkLocalUnicast() {
+							ip = ip.WithZone(ifi.Name)
+						}
+						s.addrs[ip] = true
 					}
 				}
 			}

@@ -183,6 +183,8 @@ func New(cfg *config.Config, log *logrus.Logger, opt Options) (_ *Daemon, err er
 		Interfaces: cfg.Interfaces,
 		UseOnly:    cfg.Networks,
 		Ignore:     cfg.IgnoreNetworks,
+		Family:     cfg.Family,
+		Group:      cfg.IPv6Group,
 		Peers:      peers,
 		Hostname:   d.hostname,
 		Logger:     log.WithField("component", "tsp"),
@@ -276,15 +278,26 @@ func shortestRound(cfg *config.Config) time.Duration {
 	return cfg.Election.SyncInterval
 }
 
-// resolvePeers turns host:port strings into addresses, once, at start-up.
+// resolvePeers turns the peers entries (host:port, [IPv6]:port,
+// [fe80::1%eth0]:port) into addresses, once, at start-up; a host name
+// takes its first address, of either family.
 func resolvePeers(list []string) ([]netip.AddrPort, error) {
 	var out []netip.AddrPort
 	for _, p := range list {
-		ua, err := net.ResolveUDPAddr("udp4", p)
+		a, host, err := udp.ParsePeer(p)
 		if err != nil {
-			return nil, fmt.Errorf("peers: %s: %w", p, err)
+			return nil, fmt.Errorf("peers: %w", err)
 		}
-		out = append(out, ua.AddrPort())
+		if host != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			cancel()
+			if err != nil || len(addrs) == 0 {
+				return nil, fmt.Errorf("peers: %s: resolve %s: %w", p, host, err)
+			}
+			a = netip.AddrPortFrom(addrs[0].Unmap(), a.Port())
+		}
+		out = append(out, a)
 	}
 	return out, nil
 }

@@ -103,6 +103,16 @@ func (f *fallbackMeasurer) method(host netip.AddrPort) string {
 }
 
 func (f *fallbackMeasurer) Measure(ctx context.Context, host netip.AddrPort) (clocksync.Measurement, error) {
+	if host.Addr().Is6() {
+		// ICMPv6 has no timestamp messages: an IPv6 host is measured by
+		// the probe or not at all. BSD's daemons are IPv4 only anyway.
+		m, err := f.probe.Measure(ctx, host)
+		if err != nil {
+			return m, fmt.Errorf("probe: %w (no ICMP timestamps over IPv6: only timed daemons that answer the probe are measured there)", err)
+		}
+		f.record(host, true, false)
+		return m, nil
+	}
 	if f.useICMP(host) {
 		m, err := f.icmp.Measure(ctx, host)
 		if err == nil {

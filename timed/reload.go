@@ -45,6 +45,8 @@ func (d *Daemon) reload(next *config.Config) error {
 	check("networks", old.Networks, next.Networks)
 	check("ignore-networks", old.IgnoreNetworks, next.IgnoreNetworks)
 	check("peers", old.Peers, next.Peers)
+	check("family", old.Family, next.Family)
+	check("ipv6-group", old.IPv6Group, next.IPv6Group)
 	check("clock", old.Clock, next.Clock)
 	check("control-socket", old.ControlSocket, next.ControlSocket)
 	check("log-format", old.LogFormat, next.LogFormat)

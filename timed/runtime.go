@@ -58,10 +58,15 @@ func intervalConfig(cfg *config.Config) clocksync.IntervalConfig {
 	return clocksync.IntervalConfig{Floor: cfg.Sync.IntervalFloor, Ceiling: cfg.Election.SyncInterval, Target: cfg.Sync.IntervalTarget}
 }
 
-// networkLabel names a network briefly: its prefix, or "peers".
+// networkLabel names a network briefly: its prefix, or "peers". An IPv6
+// link with only link-local addresses is fe80::/64 on every link, so its
+// interface is added (fe80::/64%eth0).
 func networkLabel(n udp.Network) string {
-	if n.Peers {
+	switch {
+	case n.Peers:
 		return "peers"
+	case n.IPv6() && n.Prefix.Addr().IsLinkLocalUnicast():
+		return n.Prefix.String() + "%" + n.Interface
 	}
 	return n.Prefix.String()
 }

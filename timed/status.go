@@ -267,7 +267,12 @@ func (rt *netRuntime) fillStatus(st *control.Status) {
 func (rt *netRuntime) networkStatus() control.Network {
 	d, n := rt.d, rt.network
 	net := control.Network{Address: d.tr.LocalAddr().String()}
-	if !n.Peers {
+	switch {
+	case n.IPv6():
+		// No broadcast, no ICMP timestamps: BSD's daemons cannot be here.
+		net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Group: n.Broadcast.String(),
+			Note: "IPv6: probe only, no BSD daemons"}
+	case !n.Peers:
 		net = control.Network{Interface: n.Interface, Address: n.Addr.String(), Prefix: n.Prefix.String(), Broadcast: n.Broadcast.String()}
 	}
 	net.Served = true

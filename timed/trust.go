@@ -17,8 +17,10 @@ const trustRetry = 10 * time.Second
 // resolveTrusted turns the -F list into the addresses the election
 // machine matches source addresses against: trust binds to addresses, so
 // a forged name from elsewhere is not trusted. An entry is a host name or
-// address, with an optional :port (peers mode, where daemons share an
-// address); without a port every port of the address is trusted.
+// address (IPv6 too, fe80::1%eth0 for a link-local one), with an optional
+// :port (peers mode, where daemons share an address; [2001:db8::1]:525);
+// without a port every port of the address is trusted. A name trusts
+// every address it resolves to, of both families.
 //
 // A malformed entry is an error. A name that does not resolve is returned
 // in unresolved and trusts nothing until it does; the list is never nil
@@ -40,7 +42,7 @@ func resolveTrusted(ctx context.Context, hosts []string) (trusted []netip.AddrPo
 		if host == "" || strings.ContainsAny(host, " /") {
 			return nil, nil, fmt.Errorf("invalid trusted %q: accepted: host, address, host:port or address:port", h)
 		}
-		addrs, err := lookupIPv4(ctx, host)
+		addrs, err := lookupHost(ctx, host)
 		if err != nil {
 			unresolved = append(unresolved, h)
 			continue
@@ -52,19 +54,20 @@ func resolveTrusted(ctx context.Context, hosts []string) (trusted []netip.AddrPo
 	return trusted, unresolved, nil
 }
 
-// lookupIPv4 resolves host to its IPv4 addresses (TSP is IPv4 only).
-func lookupIPv4(ctx context.Context, host string) ([]netip.Addr, error) {
+// lookupHost resolves host to its addresses, IPv4 and IPv6; an address is
+// itself.
+func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return nil, fmt.Errorf("resolve: %w", err)
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("resolve %s: no IPv4 address", host)
+		return nil, fmt.Errorf("resolve %s: no address", host)
 	}
 	for i := range addrs {
 		addrs[i] = addrs[i].Unmap()

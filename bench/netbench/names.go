@@ -68,6 +68,24 @@ func (n Names) Addr(i int) netip.Addr {
 	return netip.AddrFrom4(b)
 }
 
+// Subnet6 holds every daemon's IPv6 address on an IPv6 link (a
+// unique-local /64, RFC 4193); the link-local ones are fe80::i+1.
+var Subnet6 = netip.MustParsePrefix("fd7e:d6::/64")
+
+// Addr6 is daemon i's address in Subnet6: fd7e:d6::i+1.
+func (n Names) Addr6(i int) netip.Addr {
+	b := Subnet6.Addr().As16()
+	b[14], b[15] = byte((i+1)>>8), byte(i+1)
+	return netip.AddrFrom16(b)
+}
+
+// LinkLocal is daemon i's link-local address: fe80::i+1.
+func (n Names) LinkLocal(i int) netip.Addr {
+	b := netip.MustParseAddr("fe80::").As16()
+	b[14], b[15] = byte((i+1)>>8), byte(i+1)
+	return netip.AddrFrom16(b)
+}
+
 // Check refuses an n the names cannot serve.
 func Check(n int) error {
 	if n < 2 || n > MaxDaemons {

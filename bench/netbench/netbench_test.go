@@ -59,6 +59,21 @@ func TestNames(t *testing.T) {
 			}
 		}
 	}
+	for i := range MaxDaemons {
+		if a6, ll := a.Addr6(i), a.LinkLocal(i); !Subnet6.Contains(a6) || a6 == Subnet6.Addr() || !ll.IsLinkLocalUnicast() || seen[a6.String()] || seen[ll.String()] {
+			t.Fatalf("daemon %d: IPv6 addresses %v, %v", i, a6, ll)
+		} else {
+			seen[a6.String()], seen[ll.String()] = true, true
+		}
+	}
+	for s, want := range map[string]Family{"ipv4": IPv4, "IPv6": IPv6, "dual": Dual} {
+		if f, err := ParseFamily(s); err != nil || f != want {
+			t.Fatalf("ParseFamily(%q) = %v, %v", s, f, err)
+		}
+	}
+	if _, err := ParseFamily("inet6"); err == nil {
+		t.Fatal("ParseFamily(inet6) accepted")
+	}
 	for _, bad := range []int{-1, 0, 1, MaxDaemons + 1} {
 		if Check(bad) == nil {
 			t.Fatalf("Check(%d) accepted", bad)
@@ -249,6 +264,19 @@ func TestTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
+	}
+}
+
+// TestTableFamilies: where a run was on IPv6, every column names its
+// family; IPv4 alone keeps the plain N=… headers.
+func TestTableFamilies(t *testing.T) {
+	f := Analyze(nil, 0, 0)
+	out := Table([]Result{{N: 20, Figures: f}, {N: 20, Family: IPv6, Figures: f}}, time.Second)
+	if !strings.Contains(out, "N=20 IPv4") || !strings.Contains(out, "N=20 IPv6") {
+		t.Errorf("headers in\n%s", out)
+	}
+	if out := Table([]Result{{N: 20, Figures: f}}, time.Second); strings.Contains(out, "IPv4") {
+		t.Errorf("IPv4 alone named in\n%s", out)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -61,7 +62,9 @@ func Setup(ctx context.Context, names Names, n int) (*Net, error) {
 	}
 	br := names.Bridge()
 	nt.bridge = true
-	if err := run("link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0",
+	// No multicast snooping: an IPv6 link's group datagrams flood the
+	// bridge at once, with no MLD report to wait for.
+	if err := run("link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0", "mcast_snooping", "0",
 		"nf_call_iptables", "0", "nf_call_ip6tables", "0", "nf_call_arptables", "0"); err != nil {
 		return nt, err
 	}
@@ -95,6 +98,55 @@ func Setup(ctx context.Context, names Names, n int) (*Net, error) {
 		}
 	}
 	return nt, nil
+}
+
+// Family is what a namespace's eth0 holds.
+type Family int
+
+const (
+	IPv4 Family = iota // IPv4 only (IPv6 disabled on eth0): what Setup makes
+	IPv6               // IPv6 only: Names.LinkLocal and Names.Addr6, no IPv4 at all
+	Dual               // both
+)
+
+func (f Family) String() string { return [...]string{"IPv4", "IPv6", "dual-stack"}[f] }
+
+// ParseFamily reads ipv4, ipv6 or dual.
+func ParseFamily(s string) (Family, error) {
+	switch strings.ToLower(s) {
+	case "ipv4":
+		return IPv4, nil
+	case "ipv6":
+		return IPv6, nil
+	case "dual":
+		return Dual, nil
+	}
+	return 0, fmt.Errorf("family %q: accepted ipv4, ipv6, dual", s)
+}
+
+// Readdress gives namespace i's eth0 the addresses of family f. The IPv6
+// ones are added with nodad, usable at once: no second of duplicate
+// address detection, during which the kernel would send from another.
+func (nt *Net) Readdress(ctx context.Context, i int, f Family) error {
+	ns := nt.Names.Netns(i)
+	var steps [][]string
+	switch f {
+	case IPv4:
+		return command(ctx, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=1")
+	case IPv6:
+		steps = append(steps, []string{"-n", ns, "addr", "flush", "dev", "eth0"}) // IPv4 and its route too
+	case Dual:
+		steps = append(steps, []string{"-n", ns, "-6", "addr", "flush", "dev", "eth0"})
+	}
+	steps = append(steps,
+		[]string{"-n", ns, "addr", "add", nt.Names.LinkLocal(i).String() + "/64", "dev", "eth0", "nodad"},
+		[]string{"-n", ns, "addr", "add", netip.PrefixFrom(nt.Names.Addr6(i), Subnet6.Bits()).String(), "dev", "eth0", "nodad"})
+	for _, args := range steps {
+		if err := ip(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close removes the namespaces (and with them the veths), any veth end

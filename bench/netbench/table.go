@@ -3,6 +3,7 @@ package netbench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -10,8 +11,9 @@ import (
 
 // Result is one N's run.
 type Result struct {
-	N   int
-	Err error // the run failed: its figures are what was measured before
+	N      int
+	Family Family // what the links held: IPv4 (BSD's broadcast) or IPv6 (the link-local group)
+	Err    error  // the run failed: its figures are what was measured before
 	// Unsettled: the spread did not stay under 1 ms long enough, so the
 	// steady window is only the run's last rounds.
 	Unsettled bool
@@ -28,11 +30,16 @@ const (
 )
 
 // Table is the results as a Markdown table: a row per measure, a column
-// per N, and BSD's figure last.
+// per N (and family, where a run was not on IPv4), and BSD's figure last.
 func Table(rs []Result, interval time.Duration) string {
 	header := []string{"measure"}
+	families := slices.ContainsFunc(rs, func(r Result) bool { return r.Family != IPv4 })
 	for _, r := range rs {
-		header = append(header, fmt.Sprintf("N=%d", r.N))
+		h := fmt.Sprintf("N=%d", r.N)
+		if families {
+			h += " " + r.Family.String()
+		}
+		header = append(header, h)
 	}
 	header = append(header, "anchor")
 	row := func(label, anchor string, cell func(Result) string) []string {

@@ -48,6 +48,7 @@ import (
 type opts struct {
 	bin       string
 	ns        []int
+	families  []netbench.Family
 	rounds    int
 	settle    int
 	warmup    int
@@ -63,6 +64,7 @@ type opts struct {
 func main() {
 	var o opts
 	list := flag.String("n", "5,20,50", "daemon counts, comma-separated: one run each")
+	fams := flag.String("family", "ipv4", "address families of the links, comma-separated (ipv4, ipv6): one run per family and N; ipv6 links hold IPv6 only (link-local and unique-local, nodad), and the daemons find each other through the link-local group")
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding timed (make build)")
 	flag.IntVar(&o.rounds, "rounds", 12, "sync rounds in the steady window (at least 10)")
 	flag.IntVar(&o.settle, "settle", 20, "most sync rounds after one master to wait for the spread to stay under 1 ms before the steady window")
@@ -87,6 +89,17 @@ func main() {
 			os.Exit(2)
 		}
 		o.ns = append(o.ns, n)
+	}
+	for _, s := range strings.Split(*fams, ",") {
+		f, err := netbench.ParseFamily(strings.TrimSpace(s))
+		if err == nil && f == netbench.Dual {
+			err = errors.New("dual is not a benchmark family: a dual-stack link is served on IPv4")
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench-net: -family %q: %v\n", *fams, err)
+			os.Exit(2)
+		}
+		o.families = append(o.families, f)
 	}
 	if o.rounds < 10 || o.settle < 0 || o.warmup < 0 || o.every <= 0 || o.offset < 0 || o.drift < 0 {
 		fmt.Fprintln(os.Stderr, "bench-net: -rounds must be at least 10; -settle, -warmup, -offset and -drift not negative; -every positive")
@@ -130,15 +143,17 @@ func run(ctx context.Context, o opts) error {
 	var rs []netbench.Result
 	var interval time.Duration
 	for _, n := range o.ns {
-		if ctx.Err() != nil {
-			break
+		for _, f := range o.families {
+			if ctx.Err() != nil {
+				break
+			}
+			r, iv := runN(ctx, o, timed, n, f)
+			if r.Err != nil {
+				fmt.Fprintf(os.Stderr, "N=%d %v: %v\n", n, f, r.Err)
+			}
+			interval = max(interval, iv)
+			rs = append(rs, r)
 		}
-		r, iv := runN(ctx, o, timed, n)
-		if r.Err != nil {
-			fmt.Fprintf(os.Stderr, "N=%d: %v\n", n, r.Err)
-		}
-		interval = max(interval, iv)
-		rs = append(rs, r)
 	}
 	if len(rs) > 0 {
 		fmt.Printf("\n%s", netbench.Table(rs, interval))
@@ -157,10 +172,10 @@ type daemon struct {
 	done                chan struct{}
 }
 
-// runN is one N: its network, its daemons, its samples and figures. It
-// returns the sync interval it ran with.
-func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, interval time.Duration) {
-	r.N = n
+// runN is one N on links of one family: its network, its daemons, its
+// samples and figures. It returns the sync interval it ran with.
+func runN(ctx context.Context, o opts, timed string, n int, fam netbench.Family) (r netbench.Result, interval time.Duration) {
+	r.N, r.Family = n, fam
 	r.Figures = netbench.Analyze(nil, 0, 0)
 	names, err := netbench.NewNames()
 	if err != nil {
@@ -181,6 +196,14 @@ func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, 
 		r.Err = fmt.Errorf("network: %w", err)
 		return r, 0
 	}
+	if fam != netbench.IPv4 {
+		for i := range n {
+			if err := nt.Readdress(ctx, i, fam); err != nil {
+				r.Err = fmt.Errorf("network: %w", err)
+				return r, 0
+			}
+		}
+	}
 	dir, err := os.MkdirTemp("", "bench-net-"+names.Run)
 	if err != nil {
 		r.Err = err
@@ -190,7 +213,7 @@ func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, 
 	fmt.Fprintf(os.Stderr, "N=%d: run %s: network up in %.1f s\n", n, names.Run, time.Since(began).Seconds())
 
 	life, end := context.WithCancel(ctx)
-	ds, err := start(life, timed, dir, names, netbench.Clocks(o.seed, n, o.offset, o.drift, o.osc))
+	ds, err := start(life, timed, dir, names, fam, netbench.Clocks(o.seed, n, o.offset, o.drift, o.osc))
 	defer stop(end, ds, o.keepLogs)
 	if err != nil {
 		r.Err = err
@@ -225,15 +248,19 @@ func runN(ctx context.Context, o opts, timed string, n int) (r netbench.Result, 
 // start starts one daemon per namespace, each held by a shell until its
 // release is closed, so that all begin within a few milliseconds. Ending
 // life stops them: SIGTERM, and SIGKILL 3 s later.
-func start(life context.Context, timed, dir string, names netbench.Names, clocks []netbench.Clock) ([]*daemon, error) {
+func start(life context.Context, timed, dir string, names netbench.Names, fam netbench.Family, clocks []netbench.Clock) ([]*daemon, error) {
 	conf := filepath.Join(dir, "empty.yaml") // not the host's /etc/timed/timed.yaml
 	if err := os.WriteFile(conf, nil, 0o600); err != nil {
 		return nil, err
 	}
 	var ds []*daemon
 	for i, c := range clocks {
+		at := names.Addr(i)
+		if fam == netbench.IPv6 {
+			at = names.Addr6(i)
+		}
 		d := &daemon{name: names.Host(i), ns: names.Netns(i), done: make(chan struct{}),
-			metrics: net.JoinHostPort(names.Addr(i).String(), "9525")}
+			metrics: net.JoinHostPort(at.String(), "9525")}
 		d.sock, d.log = filepath.Join(dir, d.name+".sock"), filepath.Join(dir, d.name+".log")
 		f, err := os.Create(d.log)
 		if err != nil {

@@ -28,4 +28,9 @@ func TestNetworkLine(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
 		}
 	}
+	v6 := control.Network{Interface: "eth0", Address: "fe80::1%eth0", Prefix: "2001:db8::/64", Group: "ff02::20d",
+		Note: "IPv6: probe only, no BSD daemons", State: "master", Slaves: make([]control.Slave, 3)}
+	if got, want := networkLine(v6), "eth0 fe80::1%eth0 on 2001:db8::/64, group ff02::20d (IPv6: probe only, no BSD daemons): master of 3 slaves"; got != want {
+		t.Errorf("IPv6 link: %q, want %q", got, want)
+	}
 }

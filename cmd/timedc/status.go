@@ -258,7 +258,10 @@ func kernelLine(k *control.KernelSync) string {
 // "slavenet" on the one network its clock takes its time from.
 func networkLine(n control.Network) string {
 	where := "peers, listening on " + n.Address
-	if n.Interface != "" {
+	switch {
+	case n.Group != "":
+		where = fmt.Sprintf("%s %s on %s, group %s (%s)", n.Interface, n.Address, n.Prefix, n.Group, n.Note)
+	case n.Interface != "":
 		where = fmt.Sprintf("%s %s on %s, broadcast %s", n.Interface, n.Address, n.Prefix, n.Broadcast)
 	}
 	if n.State == "" {

@@ -17,13 +17,14 @@ import (
 )
 
 // resolve turns "host" or "host:port" into a UDP address, the port
-// defaulting to --port.
+// defaulting to --port; IPv6 addresses as 2001:db8::1, [2001:db8::1]:525
+// or fe80::1%eth0, a host name to its first address (IPv4 first).
 func (o *options) resolve(host string) (*net.UDPAddr, error) {
 	hostport := host
 	if _, _, err := net.SplitHostPort(host); err != nil {
 		hostport = net.JoinHostPort(host, strconv.Itoa(o.port))
 	}
-	addr, err := net.ResolveUDPAddr("udp4", hostport)
+	addr, err := net.ResolveUDPAddr("udp", hostport)
 	if err != nil {
 		return nil, fmt.Errorf("%s: unknown host: %w", host, err)
 	}
@@ -155,11 +156,11 @@ func needsReservedPort(b []byte) bool {
 // to a free reserved port (1023 down to 600, as rresvport does).
 func dial(addr *net.UDPAddr, reserved bool) (*net.UDPConn, error) {
 	if !reserved {
-		return net.DialUDP("udp4", nil, addr)
+		return net.DialUDP("udp", nil, addr)
 	}
 	var last error
 	for port := 1023; port >= 600; port-- {
-		conn, err := net.DialUDP("udp4", &net.UDPAddr{Port: port}, addr)
+		conn, err := net.DialUDP("udp", &net.UDPAddr{Port: port}, addr)
 		if err == nil {
 			return conn, nil
 		}

@@ -74,6 +74,11 @@ type Network struct {
 	// parallel runs share the engine) leave it empty and read the
 	// assigned subnet back (docker network inspect).
 	Subnet string
+	// IPv6Subnet, when set, turns IPv6 on for the network (enable_ipv6)
+	// with this subnet ("fd12:3456:789a:1::/64"): docker has no IPv6
+	// pool of its own to draw one from. Docker still gives every container
+	// an IPv4 address too; the daemons keep off it with --family ipv6.
+	IPv6Subnet string
 }
 
 // Spec is one test site: hosts on one network, or on several.
@@ -182,6 +187,11 @@ func (s Spec) Check() error {
 			errs = append(errs, fmt.Errorf("network %q listed twice", n.Name))
 		}
 		nets[n.Name] = true
+		if n.IPv6Subnet != "" {
+			if p, err := netip.ParsePrefix(n.IPv6Subnet); err != nil || !p.Addr().Is6() || p.Addr().Is4In6() || p != p.Masked() {
+				errs = append(errs, fmt.Errorf("network %q: IPv6 subnet %q is not an IPv6 network address and prefix length", n.Name, n.IPv6Subnet))
+			}
+		}
 		if n.Subnet == "" {
 			continue
 		}
@@ -298,8 +308,16 @@ func Generate(s Spec) []byte {
 	b.WriteString("networks:\n")
 	for _, n := range nets {
 		fmt.Fprintf(&b, "  %s:\n    driver: bridge\n", n.Name)
-		if n.Subnet != "" {
-			fmt.Fprintf(&b, "    ipam:\n      config:\n        - subnet: %q\n", n.Subnet)
+		if n.IPv6Subnet != "" {
+			b.WriteString("    enable_ipv6: true\n")
+		}
+		if n.Subnet != "" || n.IPv6Subnet != "" {
+			b.WriteString("    ipam:\n      config:\n")
+		}
+		for _, sub := range []string{n.Subnet, n.IPv6Subnet} {
+			if sub != "" {
+				fmt.Fprintf(&b, "        - subnet: %q\n", sub)
+			}
 		}
 		fmt.Fprintf(&b, "    labels:\n      org.timed-project.e2e.run: %q\n", run)
 	}

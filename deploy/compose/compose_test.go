@@ -130,6 +130,25 @@ func TestSeveralNetworks(t *testing.T) {
 	}
 }
 
+// TestIPv6Network: a network with an IPv6 subnet has IPv6 on, and both
+// subnets where both are given.
+func TestIPv6Network(t *testing.T) {
+	s := Spec{Networks: []Network{{Name: "v6", IPv6Subnet: "fd12:3456:789a:1::/64"}, {Name: "both", Subnet: "10.213.1.0/24", IPv6Subnet: "fd12:3456:789a:2::/64"}},
+		Hosts: []Host{{Name: "a", Networks: []string{"v6", "both"}}}, Run: "r"}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	out := string(Generate(s))
+	for _, want := range []string{
+		"  v6:\n    driver: bridge\n    enable_ipv6: true\n    ipam:\n      config:\n        - subnet: \"fd12:3456:789a:1::/64\"\n    labels:",
+		"  both:\n    driver: bridge\n    enable_ipv6: true\n    ipam:\n      config:\n        - subnet: \"10.213.1.0/24\"\n        - subnet: \"fd12:3456:789a:2::/64\"\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("generated file lacks\n%s\nin\n%s", want, out)
+		}
+	}
+}
+
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -144,6 +163,8 @@ func TestCheck(t *testing.T) {
 		{"bad subnet", Spec{Networks: []Network{{Name: "x", Subnet: "10.1.1.1/24"}}}, "not an IPv4 network"},
 		{"ipv6 subnet", Spec{Networks: []Network{{Name: "x", Subnet: "fd00::/64"}}}, "not an IPv4 network"},
 		{"overlap", Spec{Networks: []Network{{Name: "x", Subnet: "10.1.0.0/16"}, {Name: "y", Subnet: "10.1.2.0/24"}}}, "overlaps"},
+		{"IPv4 as IPv6 subnet", Spec{Networks: []Network{{Name: "x", IPv6Subnet: "10.1.0.0/16"}}}, "not an IPv6 network"},
+		{"IPv6 subnet not masked", Spec{Networks: []Network{{Name: "x", IPv6Subnet: "fd00::1/64"}}}, "not an IPv6 network"},
 	} {
 		err := tc.spec.Check()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

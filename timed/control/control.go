@@ -134,8 +134,13 @@ type Network struct {
 	Interface string `json:"interface,omitempty"`
 	Address   string `json:"address"`
 	Prefix    string `json:"prefix,omitempty"`
-	Broadcast string `json:"broadcast,omitempty"`
-	Served    bool   `json:"served"`
+	Broadcast string `json:"broadcast,omitempty"` // IPv4
+	Group     string `json:"group,omitempty"`     // IPv6: the link-local group that stands for broadcast
+	// Note says what the network cannot do ("IPv6: probe only, no BSD
+	// daemons"): ICMP timestamps, BSD's way to measure, are IPv4 only,
+	// as BSD's timed is.
+	Note   string `json:"note,omitempty"`
+	Served bool   `json:"served"`
 	// State is the daemon's election state on this network ("master",
 	// "slave", …), "ignore" where it leaves the network to a master it
 	// does not follow (BSD's IGNORE: another way into the same time), or

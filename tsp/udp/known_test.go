@@ -21,7 +21,7 @@ func TestPeerPastFloodedAggregate(t *testing.T) {
 	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
 	now := time.Now()
 	for i := range 1000 {
-		tr.receive(b, nil, false, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), uint16(1024+i)), now)
+		tr.receive(b, nil, tr.parse4, false, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), uint16(1024+i)), now)
 	}
 	if got := tr.stats.snapshot().Dropped[DropRateLimited]; got != 900 {
 		t.Fatalf("%d of the flood rate limited, want 900 (aggregate burst 100)", got)
@@ -29,9 +29,9 @@ func TestPeerPastFloodedAggregate(t *testing.T) {
 	for len(tr.packets) > 0 {
 		<-tr.packets
 	}
-	tr.receive(b, nil, false, peer, now)
-	tr.receive(b, nil, false, netip.AddrPortFrom(peer.Addr(), 5251), now)
-	tr.receive(b, nil, false, netip.MustParseAddrPort("127.0.0.3:5250"), now)
+	tr.receive(b, nil, tr.parse4, false, peer, now)
+	tr.receive(b, nil, tr.parse4, false, netip.AddrPortFrom(peer.Addr(), 5251), now)
+	tr.receive(b, nil, tr.parse4, false, netip.MustParseAddrPort("127.0.0.3:5250"), now)
 	if len(tr.packets) != 1 {
 		t.Fatalf("%d delivered past the empty aggregate, want the peer's 1", len(tr.packets))
 	}

@@ -49,7 +49,7 @@ func pfx(s ...string) []netip.Prefix {
 }
 
 func TestSelectNetworksDefault(t *testing.T) {
-	nets, err := selectNetworks(synthetic(), "", nil, nil)
+	nets, err := sel(synthetic(), "", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,15 +70,22 @@ func TestSelectNetworksFilters(t *testing.T) {
 		useOnly, ignore []netip.Prefix
 		want            []string
 	}{
-		{"none", nil, nil, []string{"eth0", "eth1"}},
+		{"none", nil, nil, []string{"eth0", "eth1", "eth3"}},
 		{"use only 10/8", pfx("10.0.0.0/8"), nil, []string{"eth0"}},
 		{"use only exact", pfx("192.168.0.0/23"), nil, []string{"eth1"}},
 		{"use only both", pfx("10.0.0.0/24", "192.168.1.0/24"), nil, []string{"eth0", "eth1"}},
-		{"ignore eth0 net", nil, pfx("10.0.0.0/24"), []string{"eth1"}},
-		{"ignore elsewhere", nil, pfx("172.16.0.0/12"), []string{"eth0", "eth1"}},
+		{"ignore eth0 net", nil, pfx("10.0.0.0/24"), []string{"eth1", "eth3"}},
+		{"ignore elsewhere", nil, pfx("172.16.0.0/12"), []string{"eth0", "eth1", "eth3"}},
+		// IPv6: a link matches by any of its addresses.
+		{"use only a global prefix", pfx("2001:db8::/32"), nil, []string{"eth3"}},
+		{"use only a ULA", pfx("fd00::/8"), nil, []string{"eth3"}},
+		{"use only by address", pfx("2001:db8:1::7/128"), nil, []string{"eth3"}},
+		{"use only link-local", pfx("fe80::/10"), nil, []string{"eth3"}},
+		{"ignore a link by its global prefix", nil, pfx("2001:db8:1::/48"), []string{"eth0", "eth1"}},
+		{"mixed", pfx("10.0.0.0/8", "fd00::/8"), nil, []string{"eth0", "eth3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nets, err := selectNetworks(synthetic(), "", tc.useOnly, tc.ignore)
+			nets, err := sel(synthetic6(), "", tc.useOnly, tc.ignore)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,20 +97,20 @@ func TestSelectNetworksFilters(t *testing.T) {
 }
 
 func TestSelectNetworksErrors(t *testing.T) {
-	_, err := selectNetworks(synthetic(), "", pfx("10.0.0.0/8"), pfx("10.0.0.0/24"))
+	_, err := sel(synthetic(), "", pfx("10.0.0.0/8"), pfx("10.0.0.0/24"))
 	if err == nil || !strings.Contains(err.Error(), "cannot be combined") {
 		t.Errorf("-n with -i: err = %v", err)
 	}
-	_, err = selectNetworks(synthetic(), "", nil, pfx("0.0.0.0/0"))
+	_, err = sel(synthetic(), "", nil, pfx("0.0.0.0/0"))
 	if !errors.Is(err, ErrNoNetwork) || !strings.Contains(err.Error(), "filters removed") {
 		t.Errorf("everything ignored: err = %v", err)
 	}
-	_, err = selectNetworks(synthetic(), "", pfx("172.31.0.0/16"), nil)
+	_, err = sel(synthetic(), "", pfx("172.31.0.0/16"), nil)
 	if !errors.Is(err, ErrNoNetwork) {
 		t.Errorf("use only a missing net: err = %v", err)
 	}
-	_, err = selectNetworks(synthetic()[:2], "", nil, nil)
-	if !errors.Is(err, ErrNoNetwork) || !strings.Contains(err.Error(), "matched no IPv4 interface") {
+	_, err = sel(synthetic()[:2], "", nil, nil)
+	if !errors.Is(err, ErrNoNetwork) || !strings.Contains(err.Error(), "matched no interface") {
 		t.Errorf("loopback only: err = %v", err)
 	}
 	for _, tmpl := range []string{
@@ -112,7 +119,7 @@ func TestSelectNetworksErrors(t *testing.T) {
 		`{{ "10.99.0.1" }}`,         // an address on no interface
 		`{{ . `,                     // does not parse
 	} {
-		if _, err := selectNetworks(synthetic(), tmpl, nil, nil); err == nil {
+		if _, err := sel(synthetic(), tmpl, nil, nil); err == nil {
 			t.Errorf("template %q: no error", tmpl)
 		}
 	}
@@ -132,7 +139,7 @@ func TestSelectNetworksTemplate(t *testing.T) {
 		{`. | include "network" "10.0.0.0/8"`, []string{"eth0", "tun0"}},
 		{`. | include "type" "IPv4" | sort "-name" | limit 2`, []string{"tun0", "lo"}},
 	} {
-		nets, err := selectNetworks(synthetic(), tc.tmpl, nil, nil)
+		nets, err := sel(synthetic(), tc.tmpl, nil, nil)
 		if err != nil {
 			t.Errorf("%s: %v", tc.tmpl, err)
 			continue
@@ -142,11 +149,11 @@ func TestSelectNetworksTemplate(t *testing.T) {
 		}
 	}
 	// A template narrows, then -i filters what it chose.
-	nets, err := selectNetworks(synthetic(), `. | include "network" "10.0.0.0/8"`, nil, pfx("10.8.0.0/16"))
+	nets, err := sel(synthetic(), `. | include "network" "10.0.0.0/8"`, nil, pfx("10.8.0.0/16"))
 	if err != nil || !slices.Equal(names(nets), []string{"eth0"}) {
 		t.Errorf("template then -i: %v, %v", names(nets), err)
 	}
-	lo, _ := selectNetworks(synthetic(), `. | include "flags" "loopback"`, nil, nil)
+	lo, _ := sel(synthetic(), `. | include "flags" "loopback"`, nil, nil)
 	if want := (Network{Interface: "lo", Index: 1, Addr: netip.MustParseAddr("127.0.0.1"),
 		Prefix: netip.MustParsePrefix("127.0.0.0/8"), Broadcast: netip.MustParseAddr("127.255.255.255")}); len(lo) != 1 || lo[0] != want {
 		t.Errorf("loopback network = %v, want %v", lo, want)
@@ -155,11 +162,17 @@ func TestSelectNetworksTemplate(t *testing.T) {
 
 // TestDiscoverLoopback runs the real discovery: loopback is on every host.
 func TestDiscoverLoopback(t *testing.T) {
-	nets, err := Discover(loopbackTemplate, nil, nil)
+	nets, err := Discover(Selection{Template: loopbackTemplate})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(nets) == 0 || !nets[0].Prefix.Contains(netip.MustParseAddr("127.0.0.1")) || nets[0].Index == 0 {
 		t.Errorf("loopback networks = %v", nets)
 	}
+}
+
+// sel is selectNetworks with a template and filters only.
+func sel(ifs sockaddr.IfAddrs, tmpl string, useOnly, ignore []netip.Prefix) ([]Network, error) {
+	f, err := selectNetworks(ifs, Selection{Template: tmpl, UseOnly: useOnly, Ignore: ignore})
+	return f.nets, err
 }

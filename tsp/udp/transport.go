@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/timed-project/timed/tsp"
 	"github.com/timed-project/timed/tsp/auth"
 	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,17 +43,23 @@ const (
 // Config configures Listen. The zero value serves every broadcast
 // interface on port 525 under the system host name.
 type Config struct {
-	Port       int        // 0: DefaultPort; AnyPort: kernel's choice
-	ListenAddr netip.Addr // zero: 0.0.0.0, which broadcasts need
+	Port int // 0: DefaultPort; AnyPort: kernel's choice
+	// ListenAddr is the IPv4 socket's address; zero: 0.0.0.0, which
+	// broadcasts need. The IPv6 socket is bound to [::], which joining
+	// the group needs.
+	ListenAddr netip.Addr
 	// Interfaces is a go-sockaddr template selecting the networks to
 	// serve (see Discover); empty means DefaultInterfaces.
 	Interfaces string
 	UseOnly    []netip.Prefix // BSD -n: serve only networks matching these
 	Ignore     []netip.Prefix // BSD -i: do not serve networks matching these
+	Family     Family         // which family serves a link with both ("": auto)
+	Group      netip.Addr     // the IPv6 group that stands for broadcast (zero: DefaultGroup)
 	// Peers switches to peers mode: no interface discovery, one network
 	// (Network.Peers) whose "broadcast" is unicast to each of these, for
-	// links without broadcast and for several daemons on 127.0.0.1.
-	// Cannot be combined with Interfaces, UseOnly or Ignore.
+	// links without broadcast and for several daemons on 127.0.0.1 or
+	// ::1. A link-local peer carries its zone (fe80::1%eth0). Cannot be
+	// combined with Interfaces, UseOnly, Ignore or Family.
 	Peers []netip.AddrPort
 	// Hostname is the name written in packets and used to recognise our
 	// own echoes; default os.Hostname(). Always cut by tsp.TruncateName.
@@ -104,19 +112,31 @@ type Received struct {
 	At time.Time
 }
 
-// Transport owns the TSP socket: it sends packets and delivers the
-// received ones on Packets(). All methods are safe for concurrent use.
+// Transport owns the TSP sockets, one per address family: it sends
+// packets and delivers the received ones on Packets(). All methods are
+// safe for concurrent use.
 type Transport struct {
 	conn     *net.UDPConn
 	pc       *ipv4.PacketConn // the same socket, for per-interface sends
+	v6       *socket6         // the IPv6 socket; nil where IPv6 is not served
 	local    netip.AddrPort
 	hostname string
 	networks []Network // immutable after Listen
+	// links are each IPv6 network's on-link prefixes but link-local, by
+	// interface index: the global sources that are on it.
+	links map[int][]netip.Prefix
+	// other are the IPv6 links of interfaces served on IPv4 (Family
+	// auto): their group is joined only to hear, and say once per
+	// source, that IPv6-only daemons are there, in a TSP network of their
+	// own.
+	other    []Network
+	otherLog *limit.Logger
 	peers    []netip.AddrPort
 	log      logrus.FieldLogger
 
 	packets   chan Received
-	done      chan struct{} // closed when the reader has exited
+	readers   sync.WaitGroup
+	done      chan struct{} // closed when the readers have exited
 	closeOnce sync.Once
 	closeErr  error
 	stats     counters
@@ -176,18 +196,23 @@ func Listen(cfg Config) (*Transport, error) {
 		laddr = netip.IPv4Unspecified()
 	}
 	if !laddr.Is4() {
-		return nil, fmt.Errorf("tsp: listen address %v is not IPv4", laddr)
+		return nil, fmt.Errorf("tsp: listen address %v is not IPv4 (the IPv6 socket is bound to [::])", laddr)
 	}
 	qlen := cfg.QueueLen
 	if qlen <= 0 {
 		qlen = DefaultQueueLen
 	}
-	nets, peers, err := servedNetworks(cfg)
+	found, peers, err := servedNetworks(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tsp: %w", err)
 	}
-
-	conn, err := listenUDP(netip.AddrPortFrom(laddr, uint16(port)))
+	nets := found.nets
+	// The IPv4 socket is always there: loopback's 127.0.0.1 is where
+	// timedc asks a daemon, and where BSD's tools send. The IPv6 one is
+	// where an IPv6 network or peer is served, and opened on the IPv4
+	// one's port (the kernel's choice included).
+	want6 := slices.ContainsFunc(nets, Network.IPv6) || len(found.other) > 0 || slices.ContainsFunc(peers, func(p netip.AddrPort) bool { return p.Addr().Is6() })
+	conn, v6, err := listenBoth(netip.AddrPortFrom(laddr, uint16(port)), want6, port == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -195,32 +220,33 @@ func Listen(cfg Config) (*Transport, error) {
 	// IP_PKTINFO: the destination address and the arrival interface.
 	if err := pc.SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
 		conn.Close()
+		v6.close()
 		return nil, fmt.Errorf("tsp: enable IP_PKTINFO: %w", err)
 	}
-	if err := sockopt.EnableRxTimestamps(conn); err != nil {
-		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
-	}
-	rcvbuf := setupReceiveBuffer(conn, cfg.ReceiveBuffer, log)
-	var tx *sockopt.TxStamper
-	rc, err := conn.SyscallConn()
-	if err == nil {
-		tx, err = sockopt.NewTxStamper(rc)
-	}
-	if err != nil {
-		log.WithError(err).Debug("tsp: no kernel transmit timestamps; probes use the time before the write")
+	tx, rcvbuf := setupSocket(conn, cfg.ReceiveBuffer, log)
+	if v6 != nil {
+		if err := v6.setup(append(slices.Clone(nets), found.other...), cfg.ReceiveBuffer, log); err != nil {
+			conn.Close()
+			v6.close()
+			return nil, err
+		}
 	}
 	t := &Transport{
 		conn:     conn,
 		pc:       pc,
+		v6:       v6,
 		local:    conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		hostname: hostname,
 		networks: nets,
+		links:    found.links,
+		other:    found.other,
 		peers:    peers,
 		log:      log,
 		packets:  make(chan Received, qlen),
 		done:     make(chan struct{}),
 		limiter:  limit.NewLimiter(cfg.RateLimit),
 		dropLog:  limit.NewLogger(log, limit.LogConfig{}),
+		otherLog: limit.NewLogger(log, limit.LogConfig{Once: true}),
 		signer:   cfg.Signer,
 		verifier: cfg.Verifier,
 		rcvbuf:   rcvbuf,
@@ -231,7 +257,17 @@ func Listen(cfg Config) (*Transport, error) {
 	for _, n := range nets {
 		log.WithField("network", n.String()).Debug("tsp: serving network")
 	}
-	go t.readLoop()
+	t.readers.Add(1)
+	go t.readLoop(t.conn, t.parse4)
+	if v6 != nil {
+		t.readers.Add(1)
+		go t.readLoop(v6.conn, parse6)
+	}
+	go func() {
+		t.readers.Wait()
+		close(t.packets)
+		close(t.done)
+	}()
 	t.saverDone = make(chan struct{})
 	go t.saveAuthState(cfg.SaveInterval)
 	return t, nil
@@ -267,34 +303,81 @@ func setupReceiveBuffer(conn *net.UDPConn, want int, log logrus.FieldLogger) int
 	return granted
 }
 
-// servedNetworks is the one peers network in peers mode, else the
-// discovered ones.
-func servedNetworks(cfg Config) ([]Network, []netip.AddrPort, error) {
-	if len(cfg.Peers) == 0 {
-		nets, err := Discover(cfg.Interfaces, cfg.UseOnly, cfg.Ignore)
-		return nets, nil, err
+// setupSocket turns on a socket's kernel receive timestamps, sizes its
+// receive buffer and prepares its transmit stamps (nil where the kernel
+// gives none); none of them failing stops the transport.
+func setupSocket(conn *net.UDPConn, rcvbuf int, log logrus.FieldLogger) (*sockopt.TxStamper, int) {
+	if err := sockopt.EnableRxTimestamps(conn); err != nil {
+		log.WithError(err).Debug("tsp: no kernel receive timestamps; using the time of the read")
 	}
-	if cfg.Interfaces != "" || len(cfg.UseOnly) > 0 || len(cfg.Ignore) > 0 {
-		return nil, nil, errors.New("peers mode replaces interface discovery: do not combine peers with interfaces or -n/-i filters")
+	granted := setupReceiveBuffer(conn, rcvbuf, log)
+	var tx *sockopt.TxStamper
+	rc, err := conn.SyscallConn()
+	if err == nil {
+		tx, err = sockopt.NewTxStamper(rc)
+	}
+	if err != nil {
+		log.WithError(err).Debug("tsp: no kernel transmit timestamps; probes use the time before the write")
+	}
+	return tx, granted
+}
+
+// servedNetworks is the one peers network in peers mode, else what
+// discovery found.
+func servedNetworks(cfg Config) (found, []netip.AddrPort, error) {
+	if len(cfg.Peers) == 0 {
+		f, err := discover(Selection{Template: cfg.Interfaces, UseOnly: cfg.UseOnly, Ignore: cfg.Ignore, Family: cfg.Family, Group: cfg.Group})
+		return f, nil, err
+	}
+	if cfg.Interfaces != "" || len(cfg.UseOnly) > 0 || len(cfg.Ignore) > 0 || cfg.Family != "" && cfg.Family != FamilyAuto {
+		return found{}, nil, errors.New("peers mode replaces interface discovery: do not combine peers with interfaces, -n/-i filters or a family")
 	}
 	peers := make([]netip.AddrPort, 0, len(cfg.Peers))
 	for _, p := range cfg.Peers {
 		a := p.Addr().Unmap()
-		if !a.Is4() || p.Port() == 0 {
-			return nil, nil, fmt.Errorf("peer %v: need an IPv4 address and a port", p)
+		if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() || p.Port() == 0 {
+			return found{}, nil, fmt.Errorf("peer %v: need a unicast address and a port", p)
+		}
+		if a.Is6() && a.IsLinkLocalUnicast() && a.Zone() == "" {
+			return found{}, nil, fmt.Errorf("peer %v: a link-local address needs its zone, e.g. [fe80::1%%eth0]:525", p)
 		}
 		peers = append(peers, netip.AddrPortFrom(a, p.Port()))
 	}
-	return []Network{{Interface: "peers", Peers: true}}, peers, nil
+	return found{nets: []Network{{Interface: "peers", Peers: true}}}, peers, nil
 }
 
-// listenUDP binds the socket with SO_BROADCAST set, and turns the two
-// usual bind failures into advice.
-func listenUDP(addr netip.AddrPort) (*net.UDPConn, error) {
+// listenBoth binds the IPv4 socket at addr and, when want6, the IPv6 one
+// at [::] on the same port. Where the kernel chose the port (anyPort),
+// another process may hold it on IPv6: the pair is tried again on a new
+// one, a few times.
+func listenBoth(addr netip.AddrPort, want6, anyPort bool) (*net.UDPConn, *socket6, error) {
+	for try := 0; ; try++ {
+		conn, err := listenUDP("udp4", addr)
+		if err != nil || !want6 {
+			return conn, nil, err
+		}
+		port := conn.LocalAddr().(*net.UDPAddr).AddrPort().Port()
+		c6, err := listenUDP("udp6", netip.AddrPortFrom(netip.IPv6Unspecified(), port))
+		if err == nil {
+			return conn, &socket6{conn: c6, pc: ipv6.NewPacketConn(c6)}, nil
+		}
+		conn.Close()
+		if !anyPort || !errors.Is(err, unix.EADDRINUSE) || try == 4 {
+			return nil, nil, err
+		}
+	}
+}
+
+// listenUDP binds a socket ("udp4" with SO_BROADCAST set; "udp6", which Go
+// makes IPv6-only), and turns the two usual bind failures into advice.
+func listenUDP(network string, addr netip.AddrPort) (*net.UDPConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		if network == "udp6" {
+			return nil
+		}
 		return sockopt.Enable(c, unix.SO_BROADCAST)
 	}}
-	pc, err := lc.ListenPacket(context.Background(), "udp4", addr.String())
+	pc, err := lc.ListenPacket(context.Background(), network, addr.String())
 	if err != nil {
 		return nil, bindError(addr, err)
 	}
@@ -337,7 +420,7 @@ func (t *Transport) Stats() Stats { return t.stats.snapshot() }
 // exited and Packets() is closed. It may be called more than once.
 func (t *Transport) Close() error {
 	t.closeOnce.Do(func() {
-		t.closeErr = t.conn.Close()
+		t.closeErr = errors.Join(t.conn.Close(), t.v6.close())
 		<-t.done
 		if t.saverDone != nil {
 			<-t.saverDone
@@ -394,8 +477,8 @@ func (t *Transport) Send(p *tsp.Packet, to netip.AddrPort) error {
 	return t.send(b, to, 0, &t.stats.sent[p.Type])
 }
 
-// Broadcast sends p to n's broadcast address on our port, out of n's
-// interface; on the peers network, to every peer.
+// Broadcast sends p to n's broadcast address (IPv6: its group) on our
+// port, out of n's interface; on the peers network, to every peer.
 func (t *Transport) Broadcast(p *tsp.Packet, n Network) error {
 	b, err := t.encode(p)
 	if err != nil {
@@ -433,12 +516,16 @@ func (t *Transport) SendExtStamped(e *tsp.ExtPacket, to netip.AddrPort) (time.Ti
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	if t.tx == nil {
+	to = unmap(to)
+	tx := t.tx
+	if to.Addr().Is6() {
+		tx = t.v6.stamper()
+	}
+	if tx == nil {
 		return time.Time{}, false, t.send(b, to, 0, &t.stats.sentExt[e.Kind])
 	}
-	to = unmap(to)
 	t.stampMu.Lock()
-	at, ok, err := t.tx.Write(func(oob []byte) error { return t.write(b, to, 0, oob) })
+	at, ok, err := tx.Write(func(oob []byte) error { return t.write(b, to, 0, oob) })
 	t.stampMu.Unlock()
 	return at, ok, t.sent(to, err, &t.stats.sentExt[e.Kind])
 }
@@ -498,14 +585,14 @@ func (t *Transport) broadcast(b []byte, n Network, sent *atomic.Uint64) error {
 		return errors.Join(errs...)
 	}
 	if !n.Broadcast.IsValid() {
-		return fmt.Errorf("tsp: network %v has no broadcast address", n)
+		return fmt.Errorf("tsp: network %v has no broadcast address or group", n)
 	}
 	return t.send(b, netip.AddrPortFrom(n.Broadcast, t.local.Port()), n.Index, sent)
 }
 
 // send signs one datagram and writes it; a non-zero ifIndex picks the
-// outgoing interface through IP_PKTINFO, as a broadcast must leave by its
-// network.
+// outgoing interface through IP_PKTINFO (IPV6_PKTINFO), as a broadcast
+// must leave by its network and a group's datagram by its link.
 //
 // The auth trailer (nothing without a signer; a BSD receiver reads the
 // first 268 bytes and never sees it) is drawn and written under one lock.
@@ -519,19 +606,32 @@ func (t *Transport) send(b []byte, to netip.AddrPort, ifIndex int, sent *atomic.
 	return t.sent(to, t.write(b, to, ifIndex, nil), sent)
 }
 
-// write signs b for to and writes it there under sendMu: with oob (a
-// stamped send's control message) when given, else through ifIndex's
-// interface when non-zero, else plainly.
+// write signs b for to and writes it there under sendMu, on the socket
+// of to's family: with oob (a stamped send's control message) when given,
+// else through ifIndex's interface when non-zero (IP_PKTINFO,
+// IPV6_PKTINFO), else plainly; a zoned IPv6 destination leaves by its
+// zone.
 func (t *Transport) write(b []byte, to netip.AddrPort, ifIndex int, oob []byte) error {
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
 	d, err := t.sign(b, to)
+	if err != nil {
+		return err
+	}
+	v6, conn := to.Addr().Is6(), t.conn
+	if v6 {
+		if t.v6 == nil {
+			return errNoIPv6
+		}
+		conn = t.v6.conn
+	}
 	switch {
-	case err != nil:
 	case oob != nil:
-		_, _, err = t.conn.WriteMsgUDPAddrPort(d, oob, to)
+		_, _, err = conn.WriteMsgUDPAddrPort(d, oob, to)
 	case ifIndex == 0:
-		_, err = t.conn.WriteToUDPAddrPort(d, to)
+		_, err = conn.WriteToUDPAddrPort(d, to)
+	case v6:
+		_, err = t.v6.pc.WriteTo(d, &ipv6.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	default:
 		_, err = t.pc.WriteTo(d, &ipv4.ControlMessage{IfIndex: ifIndex}, net.UDPAddrFromAddrPort(to))
 	}
@@ -561,17 +661,31 @@ func (t *Transport) sign(b []byte, to netip.AddrPort) ([]byte, error) {
 	return t.signer.SignTo(b[:len(b):len(b)], to, time.Now())
 }
 
-func (t *Transport) readLoop() {
-	defer close(t.done)
-	defer close(t.packets)
+// pktinfo is what a datagram's IP_PKTINFO or IPV6_PKTINFO says: the
+// interface it came in on and the address it was sent to.
+type pktinfo func(oob []byte) (ifIndex int, dst netip.Addr)
+
+func (t *Transport) parse4(oob []byte) (int, netip.Addr) {
+	var cm ipv4.ControlMessage
+	if cm.Parse(oob) != nil {
+		return 0, netip.Addr{}
+	}
+	a, _ := netip.AddrFromSlice(cm.Dst)
+	return cm.IfIndex, a.Unmap()
+}
+
+// readLoop reads one socket until it is closed; parse reads its
+// family's packet information.
+func (t *Transport) readLoop(conn *net.UDPConn, parse pktinfo) {
+	defer t.readers.Done()
 	buf := make([]byte, readBufSize)
-	// IP_PKTINFO, SCM_TIMESTAMPNS (a timespec), SO_RXQ_OVFL (a uint32),
-	// and SCM_TIMESTAMPING (three timespecs), which kernels before 6.12
-	// add once transmit stamps are enabled.
-	oob := make([]byte, len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface))+unix.CmsgSpace(16)+unix.CmsgSpace(4)+unix.CmsgSpace(48))
+	// IP_PKTINFO (IPV6_PKTINFO is larger), SCM_TIMESTAMPNS (a timespec),
+	// SO_RXQ_OVFL (a uint32), and SCM_TIMESTAMPING (three timespecs),
+	// which kernels before 6.12 add once transmit stamps are enabled.
+	oob := make([]byte, len(ipv6.NewControlMessage(ipv6.FlagDst|ipv6.FlagInterface))+unix.CmsgSpace(16)+unix.CmsgSpace(4)+unix.CmsgSpace(48))
 	var backoff time.Duration
 	for {
-		n, oobn, flags, from, err := t.conn.ReadMsgUDPAddrPort(buf, oob)
+		n, oobn, flags, from, err := conn.ReadMsgUDPAddrPort(buf, oob)
 		now := time.Now()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -589,7 +703,7 @@ func (t *Transport) readLoop() {
 		if drops, ok := rxqOverflow(oob[:oobn]); ok {
 			t.stats.kernelDrops.Store(uint64(drops))
 		}
-		t.receive(buf[:n], oob[:oobn], flags&unix.MSG_TRUNC != 0, from, now)
+		t.receive(buf[:n], oob[:oobn], parse, flags&unix.MSG_TRUNC != 0, from, now)
 		if t.onDatagram != nil {
 			t.onDatagram()
 		}
@@ -598,7 +712,7 @@ func (t *Transport) readLoop() {
 
 // receive checks one datagram and delivers it or counts its drop. It never
 // blocks on the consumer: a full queue drops the datagram.
-func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, now time.Time) {
+func (t *Transport) receive(b, oob []byte, parse pktinfo, truncated bool, from netip.AddrPort, now time.Time) {
 	r := Received{From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), At: now}
 	// Before anything else: a flood costs a bucket lookup per datagram,
 	// not a decode, a queue slot or a log line. A configured peer (peers
@@ -637,13 +751,7 @@ func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, 
 		}
 		b = p
 	}
-	var cm ipv4.ControlMessage
-	if cm.Parse(oob) == nil {
-		r.IfIndex = cm.IfIndex
-		if a, ok := netip.AddrFromSlice(cm.Dst); ok {
-			r.Dst = a.Unmap()
-		}
-	}
+	r.IfIndex, r.Dst = parse(oob)
 	if at, ok := sockopt.RxTimestamp(oob); ok {
 		r.At = at
 	}
@@ -661,6 +769,27 @@ func (t *Transport) receive(b, oob []byte, truncated bool, from netip.AddrPort, 
 	}
 	t.stats.dropped[reason].Add(1)
 	t.logDrop(reason, r, len(b), err, now)
+	if reason == DropUnknownNetwork {
+		t.otherFamily(r, now)
+	}
+}
+
+// otherFamily warns, once per source, of a TSP datagram over IPv6 from a
+// link this daemon serves on IPv4 (Family auto): the daemons that have
+// only IPv6 there elect a master of their own, which an operator should
+// know of.
+func (t *Transport) otherFamily(r Received, now time.Time) {
+	a := r.From.Addr()
+	i := slices.IndexFunc(t.other, func(n Network) bool {
+		return a.Is6() && (a.Zone() == n.Interface || !a.IsLinkLocalUnicast() && r.IfIndex == n.Index)
+	})
+	if i < 0 {
+		return
+	}
+	const msg = "tsp: TSP over IPv6 on a link this daemon serves on IPv4 (family auto): the daemons there with IPv6 only elect a master of their own; give this link's dual-stack daemons --family ipv6 to join them (BSD daemons stay on IPv4)"
+	if e := t.otherLog.Entry(limit.Key{Msg: msg, Source: a}, now); e != nil {
+		e.WithFields(logrus.Fields{"from": r.From.String(), "interface": t.other[i].Interface}).Warn(msg)
+	}
 }
 
 // logDrop logs a dropped datagram at debug level, at most once a minute
@@ -712,7 +841,7 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 			return DropBadExt, err
 		}
 		r.Ext = &e
-		r.Network = t.networkOf(r.From)
+		r.Network = t.networkOf(r.From, r.IfIndex)
 		// Ring control comes from timedc, like TRACEON: from anywhere, and
 		// under this host's name when timedc runs beside its daemon. The
 		// daemon tells its own echoes apart itself.
@@ -742,7 +871,7 @@ func (t *Transport) classify(b []byte, truncated bool, r *Received) (DropReason,
 		return DropMalformed, err
 	}
 	r.Packet = &p
-	r.Network = t.networkOf(r.From)
+	r.Network = t.networkOf(r.From, r.IfIndex)
 	if r.Network == nil && !fromAnywhere(p.Type) {
 		return DropUnknownNetwork, errUnknownNetwork
 	}
@@ -775,22 +904,32 @@ func fromSelf(ty tsp.Type) bool {
 // networkOf is readmsg's fromnet: the first served network holding the
 // source. In peers mode every peer address, and loopback (local tools and
 // daemons), is on the peers network; peers match by address, since a
-// tool on a peer host sends from another port.
-func (t *Transport) networkOf(src netip.AddrPort) *Network {
+// tool on a peer host sends from another port. An IPv6 source is on the
+// link it came in by (ifIndex) when it is link-local there (its zone is
+// the link's interface) or in one of the link's prefixes.
+func (t *Transport) networkOf(src netip.AddrPort, ifIndex int) *Network {
 	a := src.Addr()
 	for i := range t.networks {
 		n := &t.networks[i]
-		if n.Peers {
+		switch {
+		case n.Peers:
 			if a.IsLoopback() || t.isPeer(a) {
 				return n
 			}
-			continue
-		}
-		if n.Prefix.Contains(a) {
+		case n.IPv6():
+			if a.Is6() && (a.IsLinkLocalUnicast() && a.Zone() == n.Interface ||
+				!a.IsLinkLocalUnicast() && ifIndex == n.Index && prefixesContain(t.links[n.Index], a)) {
+				return n
+			}
+		case n.Prefix.Contains(a):
 			return n
 		}
 	}
 	return nil
+}
+
+func prefixesContain(ps []netip.Prefix, a netip.Addr) bool {
+	return slices.ContainsFunc(ps, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // isKnown: from a configured peer's own address and port.

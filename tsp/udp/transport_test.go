@@ -525,7 +525,10 @@ func TestListenErrors(t *testing.T) {
 		{"-n and -i", Config{Interfaces: lo, UseOnly: []netip.Prefix{p("127.0.0.0/8")}, Ignore: []netip.Prefix{p("10.0.0.0/8")}}, "cannot be combined"},
 		{"nothing left", Config{Interfaces: lo, Ignore: []netip.Prefix{p("127.0.0.0/8")}}, "no network"},
 		{"peers and filters", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:525")}, Ignore: []netip.Prefix{p("10.0.0.0/8")}}, "peers mode"},
-		{"IPv6 peer", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("[::1]:525")}}, "IPv4"},
+		{"link-local peer without zone", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("[fe80::1]:525")}}, "needs its zone"},
+		{"multicast peer", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("[ff02::20d]:525")}}, "unicast"},
+		{"peers and family", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("[::1]:525")}, Family: FamilyIPv6}, "peers mode"},
+		{"group not link-local", Config{Interfaces: lo, Group: netip.MustParseAddr("ff05::20d")}, "link-local multicast"},
 		{"peer without port", Config{Peers: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}, "port"},
 		{"port", Config{Interfaces: lo, Port: 70000}, "out of range"},
 		{"IPv6 listen", Config{Interfaces: lo, ListenAddr: netip.MustParseAddr("::1")}, "not IPv4"},
@@ -615,7 +618,7 @@ func TestReceiveWithoutControlMessages(t *testing.T) {
 	tr, lan := socketlessTransport(1, limit.Config{})
 	b, _ := (&tsp.Packet{Type: tsp.Ack, Version: tsp.Version, Name: "x"}).Marshal()
 	now := time.Now()
-	tr.receive(b, nil, false, netip.MustParseAddrPort("[::ffff:10.0.0.9]:525"), now)
+	tr.receive(b, nil, tr.parse4, false, netip.MustParseAddrPort("[::ffff:10.0.0.9]:525"), now)
 	r := <-tr.packets
 	if !r.At.Equal(now) || r.IfIndex != 0 || r.Dst.IsValid() || r.From != netip.MustParseAddrPort("10.0.0.9:525") || *r.Network != lan {
 		t.Errorf("got %+v", r)
@@ -633,9 +636,9 @@ func TestRateLimitBeforeDecode(t *testing.T) {
 	now := time.Now()
 	flooder, other := netip.MustParseAddrPort("10.0.0.9:525"), netip.MustParseAddrPort("10.0.0.9:526")
 	for range 50 {
-		tr.receive(b, nil, false, flooder, now)
+		tr.receive(b, nil, tr.parse4, false, flooder, now)
 	}
-	tr.receive(b, nil, false, other, now)
+	tr.receive(b, nil, tr.parse4, false, other, now)
 	st := tr.stats.snapshot()
 	if got := st.Dropped[DropRateLimited]; got != 48 {
 		t.Fatalf("rate limited %d of 50 (burst 2), want 48", got)
