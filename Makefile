@@ -182,7 +182,7 @@ vm-tools:
 ## bin/timed and bin/timedc, on a bridge in a network namespace of the run's
 ## own (tvm-$(E2E_RUN)); each runs `timed --clock system` from a clock and a
 ## kernel frequency set off at boot; the measured figures as a table at the
-## end. 2–3 minutes (README, "Real kernels"). Where it cannot run (not
+## end. 2–3 minutes (docs/testing.md, "Real kernels"). Where it cannot run (not
 ## root, no /dev/net/tun, no QEMU and none installable, Debian's mirror
 ## unreachable) it says why, records that in the summary, and succeeds.
 ## The namespace, with every guest's tap, is deleted at the end whatever

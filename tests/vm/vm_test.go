@@ -19,7 +19,7 @@ import (
 // and kernel frequencies up to ±45 ppm off, 90 ppm apart at most. g4 is
 // a client that may not be master: cut off, it has no election to win,
 // and stays unsynchronised (a master alone is synchronised by TSP's
-// definition, README "Is it synchronised?").
+// definition, docs/operating.md "Is it synchronised?").
 var specs = []guestSpec{
 	{step: +3, freqPPM: +45},
 	{step: -3, freqPPM: -45},
@@ -575,7 +575,7 @@ func (s *suite) masterOff(t *testing.T) {
 // ---- 2. a guest cut off ----
 
 // cutOffBound: a slave whose master falls silent is unsynchronised after
-// 2 sync intervals (README, "Is it synchronised?"), and tells the kernel
+// 2 sync intervals (docs/operating.md, "Is it synchronised?"), and tells the kernel
 // at that change of state.
 const cutOffBound = 2*syncInterval + slack
 

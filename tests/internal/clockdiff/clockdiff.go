@@ -1,5 +1,5 @@
 // Package clockdiff is `timedc --json clockdiff`'s answer for one host, as
-// the e2e suites read it (tests/e2e, tests/vm; README, "timedc's JSON").
+// the e2e suites read it (tests/e2e, tests/vm; docs/operating.md, "timedc's JSON").
 package clockdiff
 
 // Answer is one host's: its clock's offset from the asking host's
