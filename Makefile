@@ -167,14 +167,23 @@ e2e-clean:
 
 ## vm-tools: what make e2e-vm needs beyond Go, from Debian's packages where
 ## missing: QEMU (qemu-system-x86), cpio (the guests' initramfs), ip
-## (iproute2) and flock (util-linux). The guests' kernel and busybox are
-## not installed: tests/vm/assets.sh downloads and unpacks them into a cache.
+## (iproute2), flock (util-linux) and chrony's libraries. The guests'
+## kernel, busybox and chrony are not installed: tests/vm/assets.sh
+## downloads and unpacks them into a cache (the chrony package would start
+## a service that disciplines the host's clock; the suite runs its chronyd
+## with -x only).
 vm-tools:
 	@command -v qemu-system-x86_64 >/dev/null && command -v cpio >/dev/null && \
 	command -v ip >/dev/null && command -v flock >/dev/null || { \
 		echo "installing qemu-system-x86, cpio, iproute2, util-linux (for make e2e-vm)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			qemu-system-x86 cpio iproute2 util-linux >/dev/null; }
+	@libs=$$(apt-cache depends chrony 2>/dev/null | awk '/Depends: lib/{print $$2}'); \
+	if [ -z "$$libs" ]; then apt-get update -qq && libs=$$(apt-cache depends chrony | awk '/Depends: lib/{print $$2}'); fi; \
+	[ -n "$$libs" ] || { echo "vm-tools: no chrony in Debian's package lists" >&2; exit 1; }; \
+	missing=$$(for p in $$libs; do dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'ok installed' || echo "$$p"; done); \
+	[ -z "$$missing" ] || { echo "installing" $$missing "(chrony's libraries, for make e2e-vm)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; }
 
 ## e2e-vm: the suite of real kernels (tests/vm, build tag vm): four QEMU
 ## guests (TCG) boot Debian's kernel, fetched by tests/vm/assets.sh into
