@@ -60,6 +60,10 @@ const refBound = 20*time.Second + refHold + syncInterval + electionMax + slack
 // the seconds the guests booted off.
 const utcWithin = 50 * time.Millisecond
 
+// keptWithin: the clocks at the reference's step-down, a few rounds
+// after they were all within a millisecond of it: loose.
+const keptWithin = 10 * time.Millisecond
+
 // hostChrony is chronyd on the namespace's side of the bridge: it serves
 // the host's clock and never adjusts it (-x); its files are in a
 // directory of the test's.
@@ -155,7 +159,9 @@ while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "
 		if k, err = ref.adjtimex(); err != nil {
 			return false, err.Error()
 		}
-		return !k.unsync() && k.MaxError < 100*time.Millisecond, k.String()
+		// Settled: right after its first samples chrony's maxerror may
+		// still be above the bound.
+		return !k.unsync() && k.MaxError < refMaxError/2, k.String()
 	})
 	if err != nil {
 		t.Fatalf("%s's chrony synchronised to the host's chronyd: %v\n%s", ref.name, err, dump())
@@ -191,13 +197,7 @@ while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "
 	// Steady state: rounds 1–3 of the reference's corrections.
 	steadyFrom := time.Now()
 	worst := map[string]float64{}
-	for time.Since(steadyFrom) < syncInterval {
-		rs, err = s.n.observe(s.gs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Second) // the sampling period, not a synchronisation
-	}
+	time.Sleep(syncInterval) // the window opens a round later: a schedule, not a synchronisation
 	for time.Since(steadyFrom) < 3*syncInterval {
 		if rs, err = s.n.observe(s.gs); err != nil {
 			t.Fatal(err)
@@ -216,20 +216,28 @@ while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "
 	}
 	report(t, "largest |offset| from the host's clock, steady state (observer)", "%s, over rounds 1–3 after the take-over", strings.Join(parts, ", "))
 
-	// The server lost: the reference steps down after the hold; the
-	// network keeps one master.
+	// The server lost: the reference steps down after the hold, and no
+	// guest says it follows UTC any more; the clocks keep together. The
+	// slaves elect another master when their election timers expire
+	// (6–15 s, more on a collision): the return below does not wait for
+	// it, so that the scenario stays short, and takes over whichever
+	// master is up by then.
 	hc.stop()
 	lost := time.Now()
 	st, err = awaitReference(s.gs, ref.name, false, refBound)
 	if err != nil {
-		t.Fatalf("host chronyd stopped: %s stops claiming, the network keeps one master: %v\n%s", ref.name, err, dump())
+		t.Fatalf("host chronyd stopped: %s stops claiming, no guest follows UTC: %v\n%s", ref.name, err, dump())
 	}
-	s.master, _ = oneMaster(st)
-	k, _ = ref.adjtimex()
-	report(t, "host chronyd stopped: "+ref.name+" no longer a reference", "%.1f s after (reference-hold %v); master %s; %s; %s's kernel %v",
-		time.Since(lost).Seconds(), refHold, s.master, describeUTC(st), ref.name, k)
-	if rs, err = s.n.observe(s.gs); err == nil {
-		report(t, "offsets from the host's clock after the loss", "%s", describeReadings(rs))
+	r := st[ref.name].Reference
+	report(t, "host chronyd stopped: "+ref.name+" no longer a reference", "%.1f s after (reference-max-error %v, reference-hold %v; %s's kernel maxerror %.3f ms, synchronised %v); %s",
+		time.Since(lost).Seconds(), refMaxError, refHold, ref.name, r.KernelMaxErrorSecs*1e3, r.KernelSynchronised, describeUTC(st))
+	if rs, err = s.n.observe(s.gs); err != nil {
+		t.Fatal(err)
+	}
+	sp, bound := spread(rs)
+	report(t, "offsets from the host's clock at the step-down", "%s; spread %.3f ms ±%.3f", describeReadings(rs), sp.Seconds()*1e3, bound.Seconds()*1e3)
+	if sp > keptWithin {
+		t.Errorf("the clocks %v apart at the step-down: the network came apart (bound %v)", sp, keptWithin)
 	}
 
 	// The server back: the reference claims again.
@@ -250,18 +258,14 @@ while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "
 
 // awaitReference waits, claiming, for ref to be the master claiming
 // reference and every other guest its slave synchronised to UTC via it;
-// or, !claiming, for ref to claim no longer, one master among the guests
-// and none saying it follows UTC. It returns the last statuses.
+// or, !claiming, for ref to claim no longer and no guest to say it
+// follows UTC. It returns the last statuses.
 func awaitReference(gs []*guest, ref string, claiming bool, bound time.Duration) (map[string]*control.Status, error) {
 	var st map[string]*control.Status
 	_, err := await(bound, 500*time.Millisecond, func() (bool, string) {
 		var err error
 		if st, err = each(gs, (*guest).status); err != nil {
 			return false, err.Error()
-		}
-		master, why := oneMaster(st)
-		if master == "" {
-			return false, why
 		}
 		r := st[ref].Reference
 		if r == nil {
@@ -270,8 +274,10 @@ func awaitReference(gs []*guest, ref string, claiming bool, bound time.Duration)
 		if r.Claiming != claiming {
 			return false, fmt.Sprintf("%s: claiming %v (kernel synchronised %v, maxerror %.3f s)", ref, r.Claiming, r.KernelSynchronised, r.KernelMaxErrorSecs)
 		}
-		if claiming && master != ref {
-			return false, fmt.Sprintf("master %s, not %s: %s", master, ref, describe(st))
+		if claiming {
+			if master, why := oneMaster(st); master != ref {
+				return false, fmt.Sprintf("master %q, not %s: %s", master, ref, why)
+			}
 		}
 		for n, s := range st {
 			via := ""
