@@ -141,11 +141,7 @@ func (s *suite) referenceUTC(t *testing.T) {
 	// Every daemon restarted: the first corrections after a start are
 	// stepped (makestep-threshold), so the slaves land on the reference
 	// at once instead of slewing from the network time of before.
-	if _, err := each(s.gs, func(g *guest) (struct{}, error) {
-		_, err := g.run(30*time.Second, `[ ! -f /run/timed.pid ] || { p=$(cat /run/timed.pid); kill -TERM "$p"; i=0;
-while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "timed $p still runs"; exit 1; }; usleep 50000; done; }`)
-		return struct{}{}, err
-	}); err != nil {
+	if _, err := each(s.gs, func(g *guest) (struct{}, error) { return struct{}{}, g.stopTimedIfStarted() }); err != nil {
 		t.Fatal(err)
 	}
 	ref.must("chronyd -d -u root -f /etc/chrony.conf >/tmp/chronyd.log 2>&1 </dev/null &")
@@ -173,12 +169,10 @@ while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "
 		s.release = released // the scenario alone (go test -run)
 	}
 	if _, err := each(s.gs, func(g *guest) (struct{}, error) {
-		args := timedArgs(g, specs)
 		if g == ref {
-			args += fmt.Sprintf(" --reference kernel --reference-hold %s --reference-max-error %s", refHold, refMaxError)
+			return struct{}{}, g.startTimedWith(fmt.Sprintf(" --reference kernel --reference-hold %s --reference-max-error %s", refHold, refMaxError))
 		}
-		_, err := g.run(30*time.Second, args+" >&4 2>&1 </dev/null & echo $! >/run/timed.pid")
-		return struct{}{}, err
+		return struct{}{}, g.startTimed()
 	}); err != nil {
 		t.Fatal(err)
 	}
