@@ -195,7 +195,8 @@ vm-tools:
 ## root, no /dev/net/tun, no QEMU and none installable, Debian's mirror
 ## unreachable) it says why, records that in the summary, and succeeds.
 ## The namespace, with every guest's tap, is deleted at the end whatever
-## happened; the guests die with the test.
+## happened, after what still runs in it (the scenario's chronyd -x, were
+## the test killed) is ended; the guests die with the test.
 .PHONY: vm-tools e2e-vm e2e-vm-run
 VM_TIMEOUT ?= 10m
 VM_FIGURES  = /tmp/timed-vm-$(E2E_RUN).figures
@@ -212,7 +213,7 @@ e2e-vm: build
 
 # e2e-vm-run: the suite itself, once make e2e-vm found what it needs.
 e2e-vm-run:
-	@trap 'ip netns del tvm-$(E2E_RUN) 2>/dev/null || true; rm -f $(VM_FIGURES) $(VM_ASSETS)' EXIT; trap 'exit 130' INT TERM; \
+	@trap 'pids=$$(ip netns pids tvm-$(E2E_RUN) 2>/dev/null); [ -z "$$pids" ] || kill $$pids; ip netns del tvm-$(E2E_RUN) 2>/dev/null || true; rm -f $(VM_FIGURES) $(VM_ASSETS)' EXIT; trap 'exit 130' INT TERM; \
 	echo "vet and staticcheck, -tags vm"; $(GO) vet -tags vm ./tests/vm/... && $(GO) run $(STATICCHECK) -tags vm ./tests/vm/... || exit 1; \
 	status=0; \
 	TIMED_E2E_VM_RUN=$(E2E_RUN) TIMED_E2E_VM_BIN=$(abspath $(BIN)) TIMED_E2E_VM_ASSETS=$(abspath $(VM_ASSETS)) TIMED_E2E_FIGURES=$(VM_FIGURES) \
