@@ -167,14 +167,23 @@ e2e-clean:
 
 ## vm-tools: what make e2e-vm needs beyond Go, from Debian's packages where
 ## missing: QEMU (qemu-system-x86), cpio (the guests' initramfs), ip
-## (iproute2) and flock (util-linux). The guests' kernel and busybox are
-## not installed: tests/vm/assets.sh downloads and unpacks them into a cache.
+## (iproute2), flock (util-linux) and chrony's libraries. The guests'
+## kernel, busybox and chrony are not installed: tests/vm/assets.sh
+## downloads and unpacks them into a cache (the chrony package would start
+## a service that disciplines the host's clock; the suite runs its chronyd
+## with -x only).
 vm-tools:
 	@command -v qemu-system-x86_64 >/dev/null && command -v cpio >/dev/null && \
 	command -v ip >/dev/null && command -v flock >/dev/null || { \
 		echo "installing qemu-system-x86, cpio, iproute2, util-linux (for make e2e-vm)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			qemu-system-x86 cpio iproute2 util-linux >/dev/null; }
+	@libs=$$(apt-cache depends chrony 2>/dev/null | awk '/Depends: lib/{print $$2}'); \
+	if [ -z "$$libs" ]; then apt-get update -qq && libs=$$(apt-cache depends chrony | awk '/Depends: lib/{print $$2}'); fi; \
+	[ -n "$$libs" ] || { echo "vm-tools: no chrony in Debian's package lists" >&2; exit 1; }; \
+	missing=$$(for p in $$libs; do dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'ok installed' || echo "$$p"; done); \
+	[ -z "$$missing" ] || { echo "installing" $$missing "(chrony's libraries, for make e2e-vm)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; }
 
 ## e2e-vm: the suite of real kernels (tests/vm, build tag vm): four QEMU
 ## guests (TCG) boot Debian's kernel, fetched by tests/vm/assets.sh into
@@ -186,7 +195,8 @@ vm-tools:
 ## root, no /dev/net/tun, no QEMU and none installable, Debian's mirror
 ## unreachable) it says why, records that in the summary, and succeeds.
 ## The namespace, with every guest's tap, is deleted at the end whatever
-## happened; the guests die with the test.
+## happened, after what still runs in it (the scenario's chronyd -x, were
+## the test killed) is ended; the guests die with the test.
 .PHONY: vm-tools e2e-vm e2e-vm-run
 VM_TIMEOUT ?= 10m
 VM_FIGURES  = /tmp/timed-vm-$(E2E_RUN).figures
@@ -203,7 +213,7 @@ e2e-vm: build
 
 # e2e-vm-run: the suite itself, once make e2e-vm found what it needs.
 e2e-vm-run:
-	@trap 'ip netns del tvm-$(E2E_RUN) 2>/dev/null || true; rm -f $(VM_FIGURES) $(VM_ASSETS)' EXIT; trap 'exit 130' INT TERM; \
+	@trap 'pids=$$(ip netns pids tvm-$(E2E_RUN) 2>/dev/null); [ -z "$$pids" ] || kill $$pids; ip netns del tvm-$(E2E_RUN) 2>/dev/null || true; rm -f $(VM_FIGURES) $(VM_ASSETS)' EXIT; trap 'exit 130' INT TERM; \
 	echo "vet and staticcheck, -tags vm"; $(GO) vet -tags vm ./tests/vm/... && $(GO) run $(STATICCHECK) -tags vm ./tests/vm/... || exit 1; \
 	status=0; \
 	TIMED_E2E_VM_RUN=$(E2E_RUN) TIMED_E2E_VM_BIN=$(abspath $(BIN)) TIMED_E2E_VM_ASSETS=$(abspath $(VM_ASSETS)) TIMED_E2E_FIGURES=$(VM_FIGURES) \

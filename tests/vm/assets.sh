@@ -2,10 +2,15 @@
 # assets.sh: what the VM suite boots, from Debian's packages, unpacked into
 # a cache outside the repository and never installed on the host:
 #   - Debian's kernel (linux-image-amd64's dependency) and its modules;
-#   - busybox-static, the guests' userland.
+#   - busybox-static, the guests' userland;
+#   - chrony, whose chronyd serves the host's clock on the bridge and
+#     keeps one guest's (never installed: installing the package would
+#     start a service that disciplines the host's clock; its libraries are
+#     the host's, which make vm-tools installs).
 # The cache is keyed by each package's version, so a later run reuses it and
 # a new Debian kernel lands in a directory of its own. Prints, one per line,
-# KEY=VALUE for the suite (kernel=…, modules=…, kver=…, busybox=…).
+# KEY=VALUE for the suite (kernel=…, modules=…, kver=…, busybox=…,
+# chronyd=…).
 #
 #   TIMED_VM_CACHE  the cache (default /var/cache/timed-vm)
 set -euo pipefail
@@ -47,8 +52,10 @@ unpack() {
 
 kdir=$(unpack "$kpkg")
 bdir=$(unpack busybox-static)
+cdir=$(unpack chrony)
 kver=${kpkg#linux-image-}
 echo "kver=$kver"
 echo "kernel=$kdir/boot/vmlinuz-$kver"
 echo "modules=$kdir/lib/modules/$kver"
 echo "busybox=$bdir/bin/busybox"
+echo "chronyd=$cdir/usr/sbin/chronyd"

@@ -57,16 +57,28 @@ func timedArgs(g *guest, all []guestSpec) string {
 // startTimed starts the daemon in the background (its pid in
 // /run/timed.pid); it returns once the process runs, not once it
 // answers.
-func (g *guest) startTimed() error {
-	_, err := g.run(30*time.Second, timedArgs(g, specs)+" >&4 2>&1 </dev/null & echo $! >/run/timed.pid")
+func (g *guest) startTimed() error { return g.startTimedWith("") }
+
+// startTimedWith is startTimed with extra options.
+func (g *guest) startTimedWith(extra string) error {
+	_, err := g.run(30*time.Second, timedArgs(g, specs)+extra+" >&4 2>&1 </dev/null & echo $! >/run/timed.pid")
 	return err
 }
 
 // stopTimed sends SIGTERM and waits (5 s at most) for the daemon to exit
 // (a zombie's cmdline is empty: init reaps it later).
 func (g *guest) stopTimed() error {
-	_, err := g.run(30*time.Second, `p=$(cat /run/timed.pid) && kill -TERM "$p" && i=0 &&
-while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "timed $p still runs"; exit 1; }; usleep 50000; done`)
+	_, err := g.run(30*time.Second, stopScript)
+	return err
+}
+
+const stopScript = `p=$(cat /run/timed.pid) && kill -TERM "$p" && i=0 &&
+while grep -qs . "/proc/$p/cmdline"; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "timed $p still runs"; exit 1; }; usleep 50000; done`
+
+// stopTimedIfStarted is stopTimed where a daemon was started (a scenario
+// run alone, go test -run, finds none).
+func (g *guest) stopTimedIfStarted() error {
+	_, err := g.run(30*time.Second, "[ ! -f /run/timed.pid ] || { "+stopScript+"; }")
 	return err
 }
 

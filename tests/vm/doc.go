@@ -8,7 +8,12 @@
 // clock of its own. The guests' tap devices are on one bridge inside a
 // network namespace of the test's own, where an observer outside the
 // election (timedc clockdiff, reading the host clock only) measures each
-// guest's clock against the host's.
+// guest's clock against the host's. The last scenario (reference_test.go,
+// issue 22) runs Debian's chronyd, unpacked by assets.sh, twice: with -x
+// on the namespace's side of the bridge, serving the host's clock and
+// never adjusting it, and in one guest, whose timed is a reference
+// (--reference kernel); its libraries come from the host (ldd), which
+// make vm-tools provides.
 //
 // The tests are behind the vm build tag and need root, /dev/net/tun,
 // qemu-system-x86_64 and cpio; `make test` runs them through `make e2e-vm`,

@@ -151,7 +151,7 @@ func loadAssets() (map[string]string, error) {
 			a[k] = v
 		}
 	}
-	for _, k := range []string{"kernel", "modules", "busybox", "kver"} {
+	for _, k := range []string{"kernel", "modules", "busybox", "kver", "chronyd"} {
 		if a[k] == "" {
 			return nil, fmt.Errorf("no %s= line in %q", k, out)
 		}
@@ -196,6 +196,19 @@ func buildInitrd(dir string) (string, error) {
 		assets["busybox"]:               "bin/busybox",
 		filepath.Join(binDir, "timed"):  "bin/timed",
 		filepath.Join(binDir, "timedc"): "bin/timedc",
+		assets["chronyd"]:               "bin/chronyd",
+	}
+	// chronyd is Debian's, dynamically linked: its libraries and the
+	// loader go where ldd found them on the host.
+	libs, err := sharedLibs(assets["chronyd"])
+	if err != nil {
+		return "", err
+	}
+	for _, l := range libs {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(l)), 0o755); err != nil {
+			return "", err
+		}
+		copies[l] = strings.TrimPrefix(l, "/")
 	}
 	order, err := moduleOrder(assets["modules"], guestModules)
 	if err != nil {
@@ -218,7 +231,11 @@ func buildInitrd(dir string) (string, error) {
 	files := map[string]string{
 		"lib/modules/order": strings.Join(names, "\n") + "\n",
 		"etc/hosts":         hosts,
-		"etc/nsswitch.conf": "hosts: files\n",
+		"etc/nsswitch.conf": "hosts: files\npasswd: files\ngroup: files\n",
+		// chronyd -u root looks root up.
+		"etc/passwd":      "root:x:0:0:root:/:/bin/sh\n",
+		"etc/group":       "root:x:0:\n",
+		"etc/chrony.conf": guestChronyConf,
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
@@ -253,6 +270,32 @@ func buildInitrd(dir string) (string, error) {
 		return "", fmt.Errorf("cpio: %w: %s", err, stderr.String())
 	}
 	return out, f.Close()
+}
+
+// sharedLibs lists what ldd says bin needs (the vDSO aside), the loader
+// included: absolute paths on the host.
+func sharedLibs(bin string) ([]string, error) {
+	out, err := command(30*time.Second, "ldd", bin)
+	if err != nil {
+		return nil, err
+	}
+	var libs []string
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, "not found") {
+			return nil, fmt.Errorf("%s: a library is missing on the host (make vm-tools installs chrony's): %s", bin, strings.TrimSpace(line))
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			libs = append(libs, f[2])
+		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+			libs = append(libs, f[0])
+		}
+	}
+	if len(libs) == 0 {
+		return nil, fmt.Errorf("ldd %s: no libraries in %q", bin, out)
+	}
+	return libs, nil
 }
 
 func copyFile(src, dst string, mode fs.FileMode) error {

@@ -104,6 +104,7 @@ func TestRealKernels(t *testing.T) {
 		{"StepForward30s", s.stepForward},
 		{"MasterPowerOff", s.masterOff},
 		{"CutOff", s.cutOff},
+		{"ReferenceUTC", s.referenceUTC},
 	}
 	for i, sc := range scenarios {
 		if !t.Run(sc.name, sc.f) {
