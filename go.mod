@@ -3,6 +3,7 @@ module github.com/timed-project/timed
 go 1.26.0
 
 require (
+	github.com/cavaliergopher/cpio v1.0.1
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/cpuguy83/go-md2man/v2 v2.0.6
 	github.com/hashicorp/go-sockaddr v1.0.7

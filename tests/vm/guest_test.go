@@ -11,12 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/timed-project/timed/tests/internal/vmguest"
 )
 
 // ---- the network ----
@@ -40,17 +43,12 @@ func nsName() string { return "tvm-" + run }
 func newNetwork(t *testing.T) *network {
 	t.Helper()
 	n := &network{t: t, ns: nsName(), bridge: "tvm" + run + "b", dir: t.TempDir()}
-	if _, err := command(10*time.Second, "ip", "netns", "add", n.ns); err != nil {
+	if err := vmguest.AddNamespace(n.ns); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.close)
-	for _, args := range [][]string{
-		{"link", "set", "lo", "up"},
-		{"link", "add", n.bridge, "type", "bridge", "stp_state", "0", "forward_delay", "0"},
-		{"addr", "add", observerAddr + "/24", "dev", n.bridge},
-		{"link", "set", n.bridge, "up"},
-	} {
-		n.ip(args...)
+	if err := vmguest.AddBridge(n.ns, n.bridge, observerAddr+"/24"); err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
@@ -58,7 +56,7 @@ func newNetwork(t *testing.T) *network {
 // ip runs ip(8) in the namespace.
 func (n *network) ip(args ...string) {
 	n.t.Helper()
-	if _, err := command(10*time.Second, "ip", append([]string{"-n", n.ns}, args...)...); err != nil {
+	if err := vmguest.IP(n.ns, args...); err != nil {
 		n.t.Fatal(err)
 	}
 }
@@ -77,7 +75,7 @@ func (n *network) close() {
 	if dir := os.Getenv("TIMED_E2E_VM_LOGS"); dir != "" {
 		n.keepLogs(dir)
 	}
-	if _, err := command(30*time.Second, "ip", "netns", "del", n.ns); err != nil {
+	if err := vmguest.DelNamespace(n.ns); err != nil {
 		n.t.Errorf("delete namespace %s: %v", n.ns, err)
 	}
 	if _, err := os.Stat("/run/netns/" + n.ns); err == nil {
@@ -151,8 +149,9 @@ func (n *network) addGuest(i int, spec guestSpec) *guest {
 	if err := os.MkdirAll(filepath.Join(g.dir, "state"), 0o755); err != nil {
 		n.t.Fatal(err)
 	}
-	n.ip("tuntap", "add", g.tap, "mode", "tap")
-	n.ip("link", "set", g.tap, "master", n.bridge, "up")
+	if err := vmguest.AddTap(n.ns, g.tap, n.bridge); err != nil {
+		n.t.Fatal(err)
+	}
 	n.guests = append(n.guests, g)
 	return g
 }
@@ -174,22 +173,19 @@ func (g *guest) qemuArgs(accel string) []string {
 		fmt.Sprintf("timed.step=%+d", g.spec.step),
 		fmt.Sprintf("timed.freq=%d", int64(g.spec.freqPPM*65536)),
 	}, " ")
-	return []string{
-		"netns", "exec", nsName(), "qemu-system-x86_64",
-		"-accel", accel, "-m", "256", "-smp", "1",
-		"-nodefaults", "-no-user-config", "-display", "none", "-rtc", "base=utc",
-		"-kernel", assets["kernel"], "-initrd", initrd, "-append", appendLine,
+	m := vmguest.Machine{Accel: accel, MemMiB: 256, CPUs: 1, Kernel: assets["kernel"], Initrd: initrd, Append: appendLine}
+	return slices.Concat([]string{"netns", "exec", nsName(), "qemu-system-x86_64"}, m.Args(), []string{
+		"-rtc", "base=utc",
 		"-serial", "file:" + g.console(),
 		"-device", "virtio-serial-pci,id=vs",
 		"-chardev", "socket,id=cmd,path=" + g.socket() + ",server=on,wait=off",
 		"-device", "virtserialport,bus=vs.0,chardev=cmd,name=cmd",
 		"-chardev", "file,id=log,path=" + g.timedLog(),
 		"-device", "virtserialport,bus=vs.0,chardev=log,name=log",
-		"-netdev", "tap,id=n0,ifname=" + g.tap + ",script=no,downscript=no",
-		"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=52:54:00:77:00:%02x,romfile=", g.i+1),
+	}, vmguest.TapNIC(g.tap, fmt.Sprintf("52:54:00:77:00:%02x", g.i+1)), []string{
 		"-fsdev", "local,id=st,path=" + filepath.Join(g.dir, "state") + ",security_model=none",
 		"-device", "virtio-9p-pci,fsdev=st,mount_tag=state",
-	}
+	})
 }
 
 // boot starts QEMU and waits for the guest's shell. With kvm, a guest
@@ -211,7 +207,7 @@ func (g *guest) boot() error {
 func (g *guest) start(accel string, bound time.Duration) error {
 	os.Remove(g.socket())
 	cmd := exec.Command("ip", g.qemuArgs(accel)...)
-	cmd.Env = hostEnv()
+	cmd.Env = vmguest.WithoutTimedEnv(os.Environ())
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	// QEMU dies with the test binary, even on a panic or a timeout that

@@ -5,7 +5,6 @@ package vm
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"debug/elf"
 	"encoding/hex"
@@ -22,6 +21,7 @@ import (
 	_ "embed"
 
 	"github.com/timed-project/timed/tests/internal/figures"
+	"github.com/timed-project/timed/tests/internal/vmguest"
 )
 
 // The suite's settings, from the environment (make e2e-vm sets them):
@@ -145,12 +145,7 @@ func loadAssets() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := map[string]string{}
-	for line := range strings.Lines(string(out)) {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
-			a[k] = v
-		}
-	}
+	a := vmguest.ParseKV(out)
 	for _, k := range []string{"kernel", "modules", "busybox", "kver", "chronyd"} {
 		if a[k] == "" {
 			return nil, fmt.Errorf("no %s= line in %q", k, out)
@@ -165,7 +160,7 @@ func loadAssets() (map[string]string, error) {
 var initScript []byte
 
 // guestModules are what a guest loads (with what they depend on, found by
-// moduleOrder): the PCI transport of virtio, the NIC, the ports of the
+// vmguest.LoadOrder): the PCI transport of virtio, the NIC, the ports of the
 // command channel and the daemon's log, and the 9p share that holds
 // /var/lib/timed.
 var guestModules = []string{"virtio_pci", "virtio_net", "virtio_console", "9pnet_virtio", "9p"}
@@ -210,14 +205,14 @@ func buildInitrd(dir string) (string, error) {
 		}
 		copies[l] = strings.TrimPrefix(l, "/")
 	}
-	order, err := moduleOrder(assets["modules"], guestModules)
+	order, err := vmguest.LoadOrder(assets["modules"], guestModules)
 	if err != nil {
 		return "", err
 	}
 	var names []string
 	for _, m := range order {
-		copies[m.path] = "lib/modules/" + m.name + ".ko"
-		names = append(names, m.name)
+		copies[m.Path] = "lib/modules/" + m.Name + ".ko"
+		names = append(names, m.Name)
 	}
 	for src, dst := range copies {
 		if err := copyFile(src, filepath.Join(root, dst), 0o755); err != nil {
@@ -245,31 +240,8 @@ func buildInitrd(dir string) (string, error) {
 	if err := os.WriteFile(filepath.Join(root, "init"), initScript, 0o755); err != nil {
 		return "", err
 	}
-	var list bytes.Buffer
-	if err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil || p == root {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		list.WriteString(rel + "\n")
-		return nil
-	}); err != nil {
-		return "", err
-	}
 	out := filepath.Join(dir, "initrd.cpio")
-	f, err := os.Create(out)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	cmd := exec.Command("cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0")
-	cmd.Dir, cmd.Stdin, cmd.Stdout = root, &list, f
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("cpio: %w: %s", err, stderr.String())
-	}
-	return out, f.Close()
+	return out, vmguest.WriteCPIO(root, out)
 }
 
 // sharedLibs lists what ldd says bin needs (the vDSO aside), the loader
@@ -306,119 +278,11 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 	return os.WriteFile(dst, b, mode)
 }
 
-type module struct{ name, path string }
-
-// moduleOrder lists the modules wanted and everything they depend on, each
-// after its dependencies, as insmod needs them. The dependencies are each
-// module's own `depends=` (its .modinfo section): the kernel package has
-// no modules.dep, which depmod writes at install.
-func moduleOrder(dir string, wanted []string) ([]module, error) {
-	paths := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".ko") {
-			paths[modName(strings.TrimSuffix(d.Name(), ".ko"))] = p
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	var order []module
-	state := map[string]int{} // 1: visiting, 2: done
-	var visit func(name string) error
-	visit = func(name string) error {
-		switch state[name] {
-		case 1:
-			return fmt.Errorf("module %s depends on itself", name)
-		case 2:
-			return nil
-		}
-		state[name] = 1
-		p, ok := paths[name]
-		if !ok {
-			return fmt.Errorf("module %s: not in %s (built into the kernel? then leave it out)", name, dir)
-		}
-		deps, err := moduleDepends(p)
-		if err != nil {
-			return err
-		}
-		for _, d := range deps {
-			if err := visit(d); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-		}
-		state[name] = 2
-		order = append(order, module{name, p})
-		return nil
-	}
-	for _, w := range wanted {
-		if err := visit(modName(w)); err != nil {
-			return nil, err
-		}
-	}
-	return order, nil
-}
-
-func modName(s string) string { return strings.ReplaceAll(s, "-", "_") }
-
-// moduleDepends reads a module's depends= from its .modinfo section (NUL-
-// separated key=value strings).
-func moduleDepends(path string) ([]string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("module %s: %w", path, err)
-	}
-	defer f.Close()
-	sec := f.Section(".modinfo")
-	if sec == nil {
-		return nil, fmt.Errorf("module %s: no .modinfo section", path)
-	}
-	b, err := sec.Data()
-	if err != nil {
-		return nil, fmt.Errorf("module %s: %w", path, err)
-	}
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
-			var deps []string
-			for d := range strings.SplitSeq(string(v), ",") {
-				if d != "" {
-					deps = append(deps, modName(d))
-				}
-			}
-			return deps, nil
-		}
-	}
-	return nil, nil
-}
-
 // ---- commands on the host ----
 
 // command runs name with args, bounded by timeout, and returns stdout;
 // the error carries stderr.
-func command(timeout time.Duration, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = hostEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return out.String(), nil
-}
-
-// hostEnv is the environment without the suite's TIMED_* variables, which
-// are not timedc's configuration.
-func hostEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TIMED_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
+var command = vmguest.Command
 
 // tail is the last n lines of a file, for failure dumps.
 func tail(path string, n int) string {

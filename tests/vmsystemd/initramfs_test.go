@@ -3,15 +3,13 @@
 package vmsystemd
 
 import (
-	"bytes"
-	"debug/elf"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/timed-project/timed/tests/internal/vmguest"
 )
 
 // wanted are the modules the initramfs loads, each after what it depends
@@ -26,7 +24,7 @@ var wanted = []string{"virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic"
 // and environment, the network's configuration).
 func buildInitramfs(dir, out string, assets map[string]string, deb, exposure, exposureWait string) error {
 	root := filepath.Join(dir, "initramfs")
-	order, err := loadOrder(assets["modules"], wanted)
+	order, err := vmguest.LoadOrder(assets["modules"], wanted)
 	if err != nil {
 		return err
 	}
@@ -36,8 +34,8 @@ func buildInitramfs(dir, out string, assets map[string]string, deb, exposure, ex
 		"init":        {data: initScript, mode: 0o755},
 	}
 	for _, m := range order {
-		files["lib/modules/"+m.name+".ko"] = file{from: m.path, mode: 0o644}
-		names = append(names, m.name)
+		files["lib/modules/"+m.Name+".ko"] = file{from: m.Path, mode: 0o644}
+		names = append(names, m.Name)
 	}
 	files["modules"] = file{data: []byte(strings.Join(names, "\n") + "\n"), mode: 0o644}
 
@@ -79,12 +77,7 @@ Address=` + guestAddr + `
 		return err
 	}
 
-	// The archive, by cpio(1) in the newc format the kernel reads.
-	cmd := exec.Command("sh", "-c", `cd "$1" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0 > "$2"`, "sh", root, out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("cpio: %w: %s", err, b)
-	}
-	return nil
+	return vmguest.WriteCPIO(root, out)
 }
 
 // file is one file of the initramfs: a copy of from, or data.
@@ -107,80 +100,4 @@ func (f file) write(path string) error {
 		data = b
 	}
 	return os.WriteFile(path, data, f.mode)
-}
-
-type module struct{ name, path string }
-
-// loadOrder resolves wanted against the kernel's modules directory: each
-// module comes after those its .modinfo's depends= names, each once.
-func loadOrder(dir string, wanted []string) ([]module, error) {
-	paths := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if name, ok := strings.CutSuffix(d.Name(), ".ko"); ok {
-			paths[strings.ReplaceAll(name, "-", "_")] = path
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("modules: %w", err)
-	}
-	var order []module
-	seen := map[string]bool{}
-	var visit func(name string, chain []string) error
-	visit = func(name string, chain []string) error {
-		if seen[name] {
-			return nil
-		}
-		path, ok := paths[name]
-		if !ok {
-			return fmt.Errorf("module %s (%s) not in %s", name, strings.Join(append(chain, name), " ← "), dir)
-		}
-		deps, err := depends(path)
-		if err != nil {
-			return err
-		}
-		for _, d := range deps {
-			if err := visit(d, append(chain, name)); err != nil {
-				return err
-			}
-		}
-		seen[name] = true
-		order = append(order, module{name, path})
-		return nil
-	}
-	for _, name := range wanted {
-		if err := visit(name, nil); err != nil {
-			return nil, err
-		}
-	}
-	return order, nil
-}
-
-// depends is the depends= entry of a module's .modinfo section.
-func depends(path string) ([]string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	s := f.Section(".modinfo")
-	if s == nil {
-		return nil, fmt.Errorf("%s: no .modinfo", path)
-	}
-	info, err := s.Data()
-	if err != nil {
-		return nil, fmt.Errorf("%s: .modinfo: %w", path, err)
-	}
-	for _, kv := range bytes.Split(info, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
-			if len(v) == 0 {
-				return nil, nil
-			}
-			return strings.Split(string(v), ","), nil
-		}
-	}
-	return nil, nil
 }

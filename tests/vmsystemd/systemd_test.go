@@ -21,6 +21,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/timed-project/timed/tests/internal/vmguest"
 )
 
 var (
@@ -119,16 +121,15 @@ func TestSystemdBoot(t *testing.T) {
 	// The guest: its console (kernel and systemd) to a file, the checks'
 	// lines on its second serial port to our pipe.
 	console := filepath.Join(dir, "console.log")
-	qemu := exec.Command("ip", "netns", "exec", ns, "qemu-system-x86_64",
-		"-accel", "tcg", "-m", "1024", "-smp", "2",
-		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-		"-kernel", assets["kernel"], "-initrd", initrd,
-		"-append", "console=ttyS0 panic=-1 loglevel=4 rdinit=/init",
-		"-drive", "file="+rootfs+",format=raw,if=virtio,snapshot=on",
-		"-netdev", "tap,id=n0,ifname=tap0,script=no,downscript=no",
-		"-device", "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:02,romfile=",
-		"-chardev", "file,id=con,path="+console, "-serial", "chardev:con",
-		"-chardev", "stdio,id=res,signal=off", "-serial", "chardev:res")
+	m := vmguest.Machine{Accel: "tcg", MemMiB: 1024, CPUs: 2, Kernel: assets["kernel"], Initrd: initrd,
+		Append: "console=ttyS0 panic=-1 loglevel=4 rdinit=/init"}
+	qemu := exec.Command("ip", slices.Concat([]string{"netns", "exec", ns, "qemu-system-x86_64"}, m.Args(), []string{
+		"-no-reboot",
+		"-drive", "file=" + rootfs + ",format=raw,if=virtio,snapshot=on",
+	}, vmguest.TapNIC("tap0", "52:54:00:77:00:02"), []string{
+		"-chardev", "file,id=con,path=" + console, "-serial", "chardev:con",
+		"-chardev", "stdio,id=res,signal=off", "-serial", "chardev:res",
+	})...)
 	qemu.Env = append(os.Environ(), "TMPDIR="+dir) // the snapshot's overlay
 	var qemuErr bytes.Buffer
 	qemu.Stderr = &qemuErr
@@ -332,13 +333,7 @@ func script(t *testing.T, path string) map[string]string {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	kv := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			kv[k] = v
-		}
-	}
-	return kv
+	return vmguest.ParseKV(out)
 }
 
 // netns makes the run's network namespace, named tvs and the run's id
@@ -354,26 +349,19 @@ func netns(t *testing.T) string {
 		id = hex.EncodeToString(b)
 	}
 	ns := "tvs" + id
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
+	if err := vmguest.AddNamespace(ns); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+		if err := vmguest.DelNamespace(ns); err != nil {
+			t.Error(err)
 		}
 	})
-	for _, args := range [][]string{
-		{"link", "set", "lo", "up"},
-		{"link", "add", "br0", "type", "bridge"},
-		{"tuntap", "add", "dev", "tap0", "mode", "tap"},
-		{"link", "set", "tap0", "master", "br0"},
-		{"link", "set", "tap0", "up"},
-		{"link", "set", "br0", "up"},
-		{"addr", "add", masterAddr, "dev", "br0"},
-	} {
-		if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("ip -n %s %s: %v: %s", ns, strings.Join(args, " "), err, out)
-		}
+	if err := vmguest.AddBridge(ns, "br0", masterAddr); err != nil {
+		t.Fatal(err)
+	}
+	if err := vmguest.AddTap(ns, "tap0", "br0"); err != nil {
+		t.Fatal(err)
 	}
 	return ns
 }
@@ -385,7 +373,7 @@ func startMaster(t *testing.T, ns, bin, dir string, log io.Writer) *exec.Cmd {
 	master := exec.Command("ip", "netns", "exec", ns, filepath.Join(bin, "timed"),
 		"--config", "/dev/null", "--clock", "dry-run", "--master", "--profile", "fast",
 		"--hostname", "tvs-master", "--control-socket", filepath.Join(dir, "master.sock"))
-	master.Env = withoutTimedEnv(os.Environ()) // the test's TIMED_* are not its configuration
+	master.Env = vmguest.WithoutTimedEnv(os.Environ()) // the test's TIMED_* are not its configuration
 	master.Stdout, master.Stderr = log, log
 	start(t, master)
 	return master
@@ -408,18 +396,6 @@ func start(t *testing.T, cmd *exec.Cmd) {
 		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
 	t.Cleanup(func() { stop(cmd) })
-}
-
-// withoutTimedEnv is env without the TIMED_* variables: timed takes each
-// as a configuration key and refuses those it does not know.
-func withoutTimedEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "TIMED_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
