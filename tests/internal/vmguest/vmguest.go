@@ -158,6 +158,7 @@ func WriteCPIO(root, out string) error {
 			h.Links = 2
 		case m&fs.ModeSymlink != 0:
 			h.Mode |= cpio.TypeSymlink
+			h.Links = 1
 			target, err := os.Readlink(p)
 			if err != nil {
 				return err
