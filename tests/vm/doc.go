@@ -13,7 +13,9 @@
 // on the namespace's side of the bridge, serving the host's clock and
 // never adjusting it, and in one guest, whose timed is a reference
 // (--reference kernel); its libraries come from the host (ldd), which
-// make vm-tools provides.
+// make vm-tools provides. What the suite shares with tests/vmsystemd (the
+// modules' load order, the initramfs archive, QEMU's common arguments, the
+// namespace's bridge and taps) is tests/internal/vmguest.
 //
 // The tests are behind the vm build tag and need root, /dev/net/tun,
 // qemu-system-x86_64 and cpio; `make test` runs them through `make e2e-vm`,

@@ -10,7 +10,8 @@
 // to systemd; the disk is QEMU's snapshot of the cached image, so a run
 // never changes it. The guest's NIC is a tap on a bridge inside a network
 // namespace of the test's own, where bin/timed runs as master with
-// `--clock dry-run` (it reads the host's clock and never sets it).
+// `--clock dry-run` (it reads the host's clock and never sets it). What
+// it shares with tests/vm is tests/internal/vmguest.
 //
 // check.sh installs the package as an admin would and checks the running
 // system (systemctl, timedatectl, timed-wait, the timed group, reload and
