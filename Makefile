@@ -152,11 +152,8 @@ e2e-systemd: build deb e2e-systemd-tools
 ## and cpio from Debian's packages where missing; where they cannot be
 ## installed the suite skips, saying which is missing
 e2e-systemd-tools:
-	@need=; for t in qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap mkfs.ext4:e2fsprogs cpio:cpio ip:iproute2; do \
-		command -v $${t%%:*} >/dev/null || need="$$need $${t#*:}"; done; \
-	[ -z "$$need" ] || { echo "installing$$need (for make e2e-systemd)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null || \
-		echo "e2e-systemd: could not install$$need: the suite will skip" >&2; }
+	@bash tests/vm/install-missing.sh "make e2e-systemd" qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap \
+		mkfs.ext4:e2fsprogs cpio:cpio ip:iproute2 || echo "e2e-systemd: could not install its tools: the suite will skip" >&2
 
 ## e2e-clean E2E_RUN=…: remove whatever a run left (containers, networks)
 e2e-clean:
@@ -173,11 +170,7 @@ e2e-clean:
 ## a service that disciplines the host's clock; the suite runs its chronyd
 ## with -x only).
 vm-tools:
-	@command -v qemu-system-x86_64 >/dev/null && command -v cpio >/dev/null && \
-	command -v ip >/dev/null && command -v flock >/dev/null || { \
-		echo "installing qemu-system-x86, cpio, iproute2, util-linux (for make e2e-vm)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			qemu-system-x86 cpio iproute2 util-linux >/dev/null; }
+	@bash tests/vm/install-missing.sh "make e2e-vm" qemu-system-x86_64:qemu-system-x86 cpio:cpio ip:iproute2 flock:util-linux
 	@libs=$$(apt-cache depends chrony 2>/dev/null | awk '/Depends: lib/{print $$2}'); \
 	if [ -z "$$libs" ]; then apt-get update -qq && libs=$$(apt-cache depends chrony | awk '/Depends: lib/{print $$2}'); fi; \
 	[ -n "$$libs" ] || { echo "vm-tools: no chrony in Debian's package lists" >&2; exit 1; }; \

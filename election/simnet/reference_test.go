@@ -87,31 +87,33 @@ func TestReferencePreferred(t *testing.T) {
 // two of a millisecond) go by the name, and the loser stays a slave:
 // they do not fight.
 func TestTwoReferences(t *testing.T) {
+	cases := []struct {
+		kind          string
+		first, second string        // started in this order
+		firstErr      time.Duration // the claims' maxerrors
+		secondErr     time.Duration
+		why           string // why the second takes the network
+	}{
+		// The lower name, the larger maxerror, first.
+		{"maxerror", "a-ref", "b-ref", 50 * time.Millisecond, 2 * time.Millisecond, "better reference"},
+		// 9 and 12 ms: both in [8, 16), so the name decides.
+		{"names", "b-ref", "a-ref", 9 * time.Millisecond, 12 * time.Millisecond, "lower name"},
+	}
 	for seed := uint64(1); seed <= 5; seed++ {
-		t.Run(fmt.Sprint("maxerror/", seed), func(t *testing.T) {
-			n, c := stable(t, seed, 3, nil)
-			worse := n.Add(refCfg("a-ref")) // the lower name, the larger maxerror
-			better := n.Add(refCfg("b-ref"))
-			n.SetReference(worse, claim(50*time.Millisecond))
-			n.SetReference(better, claim(2*time.Millisecond))
-			n.Start(worse)
-			settleOn(t, n, c, worse, "first reference")
-			n.Start(better)
-			settleOn(t, n, c, better, "better reference")
-			stays(t, n, c, better, 5)
-		})
-		t.Run(fmt.Sprint("names/", seed), func(t *testing.T) {
-			n, c := stable(t, seed, 3, nil)
-			b := n.Add(refCfg("b-ref"))
-			a := n.Add(refCfg("a-ref"))
-			n.SetReference(b, claim(9*time.Millisecond)) // 9 and 12 ms: both in [8, 16)
-			n.SetReference(a, claim(12*time.Millisecond))
-			n.Start(b)
-			settleOn(t, n, c, b, "first reference")
-			n.Start(a)
-			settleOn(t, n, c, a, "lower name")
-			stays(t, n, c, a, 5)
-		})
+		for _, tc := range cases {
+			t.Run(fmt.Sprint(tc.kind, "/", seed), func(t *testing.T) {
+				n, c := stable(t, seed, 3, nil)
+				first := n.Add(refCfg(tc.first))
+				second := n.Add(refCfg(tc.second))
+				n.SetReference(first, claim(tc.firstErr))
+				n.SetReference(second, claim(tc.secondErr))
+				n.Start(first)
+				settleOn(t, n, c, first, "first reference")
+				n.Start(second)
+				settleOn(t, n, c, second, tc.why)
+				stays(t, n, c, second, 5)
+			})
+		}
 	}
 }
 
