@@ -202,20 +202,31 @@ func (h *Host) refRank(i int, from netip.AddrPort, name string) int {
 // it follows a master it outranks (after every step). A slave with no
 // master holds an election when the claim begins (SetReference), not at
 // every step: a refused candidacy must back off as any other.
+//
+// A host that spans a link (span.go) does the same where it follows a
+// master that does not span, or one it outranks on a link whose other
+// family it masters.
 func (h *Host) claimNetworks() {
-	if !h.claim {
-		return
-	}
 	for i, n := range h.nets {
-		if n.mode != netRunning {
+		if n.mode != netRunning || (!h.claim && !n.span) {
 			continue
 		}
 		m := n.m
 		if st := m.State(); st != Slave && st != Accept {
 			continue
 		}
-		if q, ok := m.Master(); ok && h.refRank(i, q.Addr, q.Name) < 0 {
+		q, ok := m.Master()
+		if !ok {
+			continue
+		}
+		switch r := h.refRank(i, q.Addr, q.Name); {
+		case h.claim && r < 0:
 			h.takeOver(i, q, "a reference outranks master "+q.Name)
+		case r != 0 || !n.cfg.MayBeMaster:
+		case h.spanRank(i, q.Addr, q.Name) < 0:
+			h.takeOver(i, q, "a host on both families of the link outranks master "+q.Name)
+		case h.linkOutranks(i, q):
+			h.takeOver(i, q, "one master per link: we master its other family and outrank "+q.Name)
 		}
 	}
 	if h.slave >= 0 && !h.follows(h.slave) {
