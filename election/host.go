@@ -952,6 +952,9 @@ func (h *Host) lookReason(j int) (why string, pending Peer) {
 	}
 	a, name, ok := h.latestLoop(j)
 	if !ok {
+		if h.followsSpanner(j) {
+			return "", Peer{} // the master of j's link holds j: span.go
+		}
 		return "no master heard", Peer{}
 	}
 	q := Peer{Name: name, Addr: a}

@@ -3,6 +3,7 @@ package election
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/timed-project/timed/tsp"
@@ -18,8 +19,11 @@ import (
 //     broadcast on the network) before each MASTERUP, LOOP, MASTERACK and
 //     QUIT it sends on either family, at most once per announceGap
 //     except before MASTERUP and QUIT; an announcement heard
-//     (SpanHeard) from a trusted address stands for a round and a half
-//     (rootWindow), as a reference's claim does;
+//     (SpanHeard) from a trusted address stands as long as a LOOP keeps a
+//     master alive (loopWindow, two and a half rounds): a spanning master
+//     announces before each LOOP, so its span lapses only when its LOOPs
+//     do, and a round that runs long (measurements that wait for their
+//     deadlines) does not have its spanning slaves take it over;
 //   - two masters on one network are ordered by references first
 //     (reference.go), then by spanning: a host that spans the link
 //     outranks one that does not (spanRank), then, between two that span
@@ -81,14 +85,14 @@ func (h *Host) Siblings(i int) []int {
 }
 
 // SpansFrom reports whether the host at from announced on network i, in
-// the last round and a half, that it spans the link; name is the name it
+// the last two and a half rounds, that it spans the link; name is the name it
 // announced under.
 func (h *Host) SpansFrom(i int, from netip.AddrPort) (name string, ok bool) {
 	if i < 0 || i >= len(h.nets) {
 		return "", false
 	}
 	s, ok := h.nets[i].spans[from]
-	if !ok || h.now.Sub(s.at) > h.nets[i].cfg.rootWindow() {
+	if !ok || h.now.Sub(s.at) > h.nets[i].cfg.loopWindow() {
 		return "", false
 	}
 	return s.name, true
@@ -114,7 +118,7 @@ func (h *Host) spanHeard(i int, e SpanHeard) {
 		return
 	}
 	if _, ok := n.spans[e.From]; !ok && len(n.spans) >= maxRefs {
-		w := n.cfg.rootWindow()
+		w := n.cfg.loopWindow()
 		for a, s := range n.spans {
 			if h.now.Sub(s.at) > w {
 				delete(n.spans, a)
@@ -184,6 +188,23 @@ func (h *Host) linkOutranks(i int, q Peer) bool {
 		return false
 	}
 	return h.name < q.Name
+}
+
+// followsSpanner reports whether this host's slavenet is another family
+// of network j's link and its master there announced that it spans the
+// link: that master holds j as well (it takes over any master it meets
+// there), so a quiet spell of its LOOPs on j, which an ignored j hears
+// only passively, is no reason to take j back into use.
+func (h *Host) followsSpanner(j int) bool {
+	if h.slave < 0 || !slices.Contains(h.Siblings(j), h.slave) {
+		return false
+	}
+	mp, ok := h.nets[h.slave].m.Master()
+	if !ok {
+		return false
+	}
+	name, ok := h.SpansFrom(h.slave, mp.Addr)
+	return ok && name == mp.Name
 }
 
 // announcedSpan puts a TellSpan before each MASTERUP, LOOP, MASTERACK and

@@ -118,10 +118,10 @@ func TestSpanRank(t *testing.T) {
 	if r := h.rivalRank(0, d, "e"); r != 0 {
 		t.Errorf("heard under another name: rank %d, want 0", r)
 	}
-	late := t0.Add(FastConfig("a").rootWindow() + time.Second)
+	late := t0.Add(FastConfig("a").loopWindow() + time.Second)
 	h.Step(late, 0, TimerFired{ID: TimerID(250)})
 	if _, ok := h.SpansFrom(0, d); ok {
-		t.Error("an announcement still stands after a round and a half")
+		t.Error("an announcement still stands after two and a half rounds")
 	}
 	h = one()
 	h.Step(t0, 0, SpanHeard{From: d, Name: "a"})
