@@ -23,7 +23,7 @@ import (
 // converge, status says which side of the link each of the master's
 // networks is, and nothing changes while the master runs five more sync
 // rounds (counted by its timed_sync_rounds_total): no master change, no
-// election. The master killed, the other dual-stack daemon takes the
+// election; each daemon is then on one of the master's lists. The master killed, the other dual-stack daemon takes the
 // link, alone master again.
 func TestDualStackLinkBoth(t *testing.T) {
 	needNetns(t)
@@ -97,6 +97,27 @@ func TestDualStackLinkBoth(t *testing.T) {
 	if after := elections(st); after != before {
 		t.Errorf("elections seen went from %v to %v while settled", before, after)
 	}
+	// The other dual-stack daemon answers on one family only: the master
+	// drops it from the other's list (LostHost rounds), and measures and
+	// corrects each daemon once a round.
+	c.await("every daemon on one list of "+m.name, 10*syncInterval+10*time.Second, func() (bool, string) {
+		s, err := c.status(m)
+		if err != nil {
+			return false, err.Error()
+		}
+		count := map[string]int{}
+		for _, nw := range s.Networks {
+			for _, sl := range nw.Slaves {
+				count[sl.Name]++
+			}
+		}
+		for _, nd := range c.nodes {
+			if nd != m && count[nd.name] != 1 {
+				return false, fmt.Sprintf("%s on %d of %s's lists: %v", nd.name, count[nd.name], m.name, count)
+			}
+		}
+		return true, ""
+	})
 
 	c.kill(m, syscall.SIGTERM)
 	var m2 *node
