@@ -277,10 +277,12 @@
 // sides: the loser follows, and the winner, master of one family, takes
 // the other family over (linkOutranks). What is left is one member of S,
 // master of both families, every other host its slave on the one family
-// it has (or on one of its two). A daemon in S slave on one family never
-// takes the other over: linkOutranks needs it to master a family of the
-// link, so the order is stable, and the simulations check that nothing
-// flaps (election/simnet: TestDualStackLink, TestRandomDualStackLink,
+// it has (or on one of its two). A member of S that is a slave on one
+// family takes the other over only from a master not in S, which the
+// settled link has none of (linkOutranks needs it to master a family of
+// the link), and it does not take back a family its spanning master
+// holds for a quiet spell of LOOPs there (followsSpanner): so the order
+// is stable, and the simulations check that nothing flaps (election/simnet: TestDualStackLink, TestRandomDualStackLink,
 // with crashes, restarts and partitions).
 //
 // Transiently there are two: a single-family master that was elected

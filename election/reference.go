@@ -156,18 +156,26 @@ func (h *Host) referenceHeard(i int, e ReferenceHeard) {
 	if n.fromSelf(e.From) || !n.m.isTrusted(e.From) || !tsp.ValidName(e.Name) {
 		return
 	}
-	if _, ok := n.refs[e.From]; !ok && len(n.refs) >= maxRefs {
-		w := n.cfg.rootWindow()
-		for a, r := range n.refs {
-			if h.now.Sub(r.at) > w {
-				delete(n.refs, a)
+	boundedPut(n.refs, e.From, heardRef{name: e.Name, maxErr: max(e.MaxError, 0), at: h.now}, h.now, n.cfg.rootWindow(),
+		func(r heardRef) time.Time { return r.at })
+}
+
+// boundedPut stores v under a in m, a table of at most maxRefs entries:
+// when it is full and a is new, the entries older than window (by at) go
+// first, and if none does, v is not stored. Forged announcements from
+// ever new addresses must not grow it.
+func boundedPut[V any](m map[netip.AddrPort]V, a netip.AddrPort, v V, now time.Time, window time.Duration, at func(V) time.Time) {
+	if _, ok := m[a]; !ok && len(m) >= maxRefs {
+		for k, old := range m {
+			if now.Sub(at(old)) > window {
+				delete(m, k)
 			}
 		}
-		if len(n.refs) >= maxRefs {
+		if len(m) >= maxRefs {
 			return
 		}
 	}
-	n.refs[e.From] = heardRef{name: e.Name, maxErr: max(e.MaxError, 0), at: h.now}
+	m[a] = v
 }
 
 // refRank orders this host against the master at from on network i by

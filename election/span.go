@@ -117,18 +117,8 @@ func (h *Host) spanHeard(i int, e SpanHeard) {
 	if n.fromSelf(e.From) || !n.m.isTrusted(e.From) || !tsp.ValidName(e.Name) || e.Name == h.name {
 		return
 	}
-	if _, ok := n.spans[e.From]; !ok && len(n.spans) >= maxRefs {
-		w := n.cfg.loopWindow()
-		for a, s := range n.spans {
-			if h.now.Sub(s.at) > w {
-				delete(n.spans, a)
-			}
-		}
-		if len(n.spans) >= maxRefs {
-			return
-		}
-	}
-	n.spans[e.From] = heardSpan{name: e.Name, at: h.now}
+	boundedPut(n.spans, e.From, heardSpan{name: e.Name, at: h.now}, h.now, n.cfg.loopWindow(),
+		func(s heardSpan) time.Time { return s.at })
 }
 
 // spanRank orders this host against the master at from on network i by
