@@ -955,7 +955,7 @@ func (h *Host) lookReason(j int) (why string, pending Peer) {
 		if h.followsSpanner(j) {
 			return "", Peer{} // the master of j's link holds j: span.go
 		}
-		return "no master heard", Peer{}
+		return "no master heard" + h.lastLoopAgo(j), Peer{}
 	}
 	q := Peer{Name: name, Addr: a}
 	if h.refRank(j, q.Addr, q.Name) == 0 && h.spanRank(j, q.Addr, q.Name) < 0 {
@@ -974,6 +974,23 @@ func (h *Host) lookReason(j int) (why string, pending Peer) {
 		return outrankedMsg(q, r, mine), Peer{}
 	}
 	return "", Peer{}
+}
+
+// lastLoopAgo says, for a log, how long ago network j last heard a LOOP,
+// if it heard one.
+func (h *Host) lastLoopAgo(j int) string {
+	var last time.Time
+	for _, byName := range h.nets[j].loops {
+		for _, l := range byName {
+			if l.at.After(last) {
+				last = l.at
+			}
+		}
+	}
+	if last.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" (the last LOOP %v ago)", h.now.Sub(last).Round(time.Millisecond))
 }
 
 // latestLoop is the sender of the latest LOOP heard on network j within

@@ -73,21 +73,25 @@ func TestDualStackLinkBoth(t *testing.T) {
 	}
 
 	// Five sync rounds of the master, watched: the roles stay.
-	rounds := func() float64 {
+	rounds := func() (float64, error) {
 		body, err := metricsIn(names.Netns(mi))
-		if err != nil {
-			t.Fatal(err)
-		}
 		n, _ := netbench.CounterSum([]byte(body), "timed_sync_rounds_total")
-		return n
+		return n, err
 	}
-	before, start := elections(st), rounds()
+	before := elections(st)
+	start, err := rounds()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.await("five more sync rounds of "+m.name, 5*2*syncInterval+10*time.Second, func() (bool, string) {
 		if now, why := linkMaster(c, fams); now != m {
 			t.Fatalf("the link's master was %s, now %v: %s\n%s", m.name, now, why, networkLogs(c))
 		}
 		// Two networks, a round on each per interval.
-		n := rounds()
+		n, err := rounds()
+		if err != nil {
+			return false, err.Error() // asked again at the next poll
+		}
 		return n >= start+10, fmt.Sprintf("%v rounds since", n-start)
 	})
 	st, err = c.statuses()
