@@ -192,3 +192,38 @@ func TestQuitRefusedByRankIsAcked(t *testing.T) {
 		t.Errorf("a: %v after b's crossed QUIT, want master (the lower name stays)", h.m.State())
 	}
 }
+
+// TestHostSpanningSlaveKeepsIgnoring: a spanning host that follows a
+// spanning master on A and ignores B (the same master's other family)
+// does not take B back when its look hears no LOOP there (a quiet spell:
+// its master holds B), but does when a master that does not span shows
+// up on B, and takes it over.
+func TestHostSpanningSlaveKeepsIgnoring(t *testing.T) {
+	hh := newSpanning(t)
+	a1B := netip.AddrPortFrom(netip.AddrFrom4([4]byte{11, 0, 0, 1}), 525)
+	hh.step(0, SpanHeard{From: a1Addr, Name: "a1"})
+	hh.step(1, SpanHeard{From: a1B, Name: "a1"})
+	hh.recv(0, tsp.Packet{Type: tsp.MasterAck, Seq: hh.h.Machine(0).probeSeq, Name: "a1"}, a1Addr)
+	hh.recv(1, tsp.Packet{Type: tsp.MasterAck, Seq: hh.h.Machine(1).probeSeq, Name: "a1"}, a1B)
+	hh.fireUntil(func() bool { return hh.h.IsSlaveNet(0) && hh.h.Ignored(1) })
+
+	// Three looks at B, a1 heard on A only (its span and LOOP each round).
+	for range 3 {
+		hh.now = hh.now.Add(FastConfig("gw").ElectionMax)
+		hh.step(0, SpanHeard{From: a1Addr, Name: "a1"})
+		hh.recv(0, tsp.Packet{Type: tsp.Loop, Seq: 9, Name: "a1", HopCount: LoopHops}, a1Addr)
+		hh.step(1, TimerFired{ID: TimerLook})
+		if !hh.h.Ignored(1) {
+			ig, _, _ := lastOf[Ignored](hh.last)
+			t.Fatalf("B taken back with a1, which spans, master on A: %v", ig)
+		}
+	}
+
+	b1 := netip.AddrPortFrom(netip.AddrFrom4([4]byte{11, 0, 0, 2}), 525)
+	hh.recv(1, tsp.Packet{Type: tsp.Loop, Seq: 1, Name: "b1", HopCount: LoopHops}, b1)
+	hh.step(1, TimerFired{ID: TimerLook})
+	ig, _, ok := lastOf[Ignored](hh.last)
+	if hh.h.Ignored(1) || !ok || ig.On || !strings.Contains(ig.Reason, "both families") {
+		t.Fatalf("B with b1 master, which does not span: ignored %v (%v)", hh.h.Ignored(1), ig)
+	}
+}
