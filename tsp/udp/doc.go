@@ -58,7 +58,11 @@
 // rule for hosts that span a link (go doc ./election, "One master per
 // link") keeps one master on it while such a daemon is up. It is the
 // setting for the dual-stack daemons of a link that mixes IPv4-only
-// (BSD's among them), IPv6-only and dual-stack hosts.
+// (BSD's among them), IPv6-only and dual-stack hosts. It is not the
+// default: where no IPv6-only daemons are, it would double the
+// election's traffic for nothing and have ours outrank BSD's masters,
+// while auto behaves as BSD's daemon does, and warns when the link turns
+// out to hold IPv6-only daemons.
 //
 // It decides nothing about elections or clocks: it sends what it is given
 // and delivers what passes the checks. Its errors and log lines say "tsp:",
