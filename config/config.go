@@ -57,7 +57,7 @@ type Config struct {
 	Port          int        // UDP port of TSP (BSD: 525)
 	Hostname      string     // name written in packets; empty = the system's
 	Interfaces    string     // go-sockaddr template selecting interfaces; empty = BSD's choice
-	Family        udp.Family // which family serves a link that has both: auto, ipv4, ipv6
+	Family        udp.Family // which family serves a link that has both: auto, ipv4, ipv6, both
 	IPv6Group     netip.Addr // the IPv6 link-local group that stands for broadcast
 	Peers         []string   // host:port, [IPv6]:port, [fe80::1%eth0]:port; when set, broadcast becomes unicast fan-out
 	Clock         string     // system | dry-run | sim:offset=…,drift=…
@@ -227,7 +227,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int("port", 525, "UDP port of TSP")
 	fs.String("hostname", "", "name sent in packets (default: the system host name)")
 	fs.String("interfaces", "", "go-sockaddr template selecting the interfaces (default: up, non-loopback; IPv4 broadcast-capable, IPv6 multicast-capable with a global or unique-local address)")
-	fs.String("family", "auto", "address family on a link that has both: auto (IPv4 where the interface has IPv4, where BSD daemons may be; elsewhere IPv6, where it has a global or unique-local address) | ipv4 | ipv6")
+	fs.String("family", "auto", "address family on a link that has both: auto (IPv4 where the interface has IPv4, where BSD daemons may be; elsewhere IPv6, where it has a global or unique-local address) | ipv4 | ipv6 | both (both families of the link, one election across them: IPv4-only, IPv6-only and dual-stack daemons get one master)")
 	fs.String("ipv6-group", udp.DefaultGroup.String(), "IPv6 link-local multicast group that stands for broadcast on IPv6 links (ff02::/16)")
 	fs.StringSlice("peers", nil, "host:port, [IPv6]:port or [fe80::1%eth0]:port list; broadcast becomes unicast to these peers")
 	fs.String("clock", "system", "clock to discipline: system | dry-run | sim:offset=±D,drift=±Nppm[,wander=Nppm,temp=Nppm,period=D,seed=N] (a simulated clock; wander, temp: a crystal's frequency noise)")
@@ -432,10 +432,10 @@ func fromViper(v *viper.Viper) (*Config, []error) {
 		bad("hostname", c.Hostname, "at most 255 bytes", nil)
 	}
 	c.Interfaces = r.scalar("interfaces", "a go-sockaddr template")
-	rawFamily := r.scalar("family", "auto, ipv4 or ipv6")
+	rawFamily := r.scalar("family", "auto, ipv4, ipv6 or both")
 	var err error
 	if c.Family, err = udp.ParseFamily(rawFamily); err != nil {
-		bad("family", rawFamily, "auto, ipv4 or ipv6", nil)
+		bad("family", rawFamily, "auto, ipv4, ipv6 or both", nil)
 	}
 	rawGroup := r.scalar("ipv6-group", "an IPv6 link-local multicast address (ff02::/16)")
 	if c.IPv6Group, err = netip.ParseAddr(rawGroup); err == nil {

@@ -208,7 +208,7 @@ func TestBadValuesNameKeyValueAndRange(t *testing.T) {
 		{[]string{"--peers", "[2001:db8::1:525"}, "", `missing ']'`},
 		{[]string{"--peers", "[fe80::1%nosuchif0]:525"}, "", `unknown zone "nosuchif0"`},
 		{[]string{"--peers", "[fe80::1]:525"}, "", `needs its interface`},
-		{[]string{"--family", "inet6"}, "", `invalid family "inet6": accepted: auto, ipv4 or ipv6`},
+		{[]string{"--family", "inet6"}, "", `invalid family "inet6": accepted: auto, ipv4, ipv6 or both`},
 		{[]string{"--ipv6-group", "ff05::20d"}, "", `invalid ipv6-group "ff05::20d": accepted: an IPv6 link-local multicast address`},
 		{[]string{"--log-level", "loud"}, "", `invalid log-level "loud"`},
 		{[]string{"--log-format", "xml"}, "", `invalid log-format "xml": accepted: text or json`},

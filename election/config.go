@@ -47,6 +47,13 @@ type Config struct {
 	// orders it before hosts that do not claim. A Host's alone.
 	Reference bool
 
+	// Link, when not zero, names the link this network is on: a Host's
+	// networks with the same Link are the families of one link (IPv4 and
+	// IPv6 of one interface, the daemon's --family both), and the host
+	// spans it (package documentation, "One master per link"). A lone
+	// Machine ignores it.
+	Link int
+
 	// Trusted is BSD's -F list resolved to addresses (the runtime resolves
 	// the host names): the sources that may be master. Port 0 matches any
 	// port. It is matched against the packet's source address, never its

@@ -240,6 +240,77 @@
 // step-down and return, and peers that drop version 2, with the
 // invariants. BSD's daemons see an ordinary master.
 //
+// # One master per link
+//
+// A link that has both families carries two TSP networks that no datagram
+// crosses: IPv4 broadcasts never reach an IPv6-only host, nor the IPv6
+// group an IPv4-only one. A dual-stack daemon that serves both (timed's
+// --family both) runs them as two networks of its Host, with one
+// Config.Link: it spans the link (span.go). The rules:
+//
+//   - Rank. Masters are ordered by a reference's claim first, then by
+//     spanning (a host that announced tsp.ExtSpan in the last two and a
+//     half rounds, as long as its LOOPs keep it alive, outranks one that
+//     did not), then by time sources and names as
+//     between gateways. A spanning host that follows a master it
+//     outranks takes its network over, as a reference does; one that
+//     masters a family of its link and meets on the other a master it
+//     outranks by sources or names (a submaster of its own tree among
+//     them) takes that family over too.
+//   - Spanning slaves. Another spanning host follows the master on one
+//     family (its slavenet) and ignores the other (BSD IGNORE: the same
+//     tree, one way in), so it is measured and corrected once a round.
+//
+// Why it cannot leave two masters on the link once settled while a
+// spanning host that may be master is up. Call S the set of such hosts.
+// A host not in S cannot hold a family on which a member of S is
+// running: the member outranks it, and either follows it (and takes the
+// family over at once), or is master there too (and QUITs it, which it
+// obeys, having heard the span that comes before every QUIT and
+// MASTERUP), or ignores the family, which it does only while it follows
+// or masters the other side of the same tree, and its look at the family
+// brings it back (a master it outranks). So every master on the link is
+// in S. Two members of S that are both masters somewhere on the link
+// share the family each masters with the other's (each runs a machine on
+// both families, or ignores one while mastering the other), where the
+// rank, equal on spanning, falls to sources and names, the same for both
+// sides: the loser follows, and the winner, master of one family, takes
+// the other family over (linkOutranks). What is left is one member of S,
+// master of both families, every other host its slave on the one family
+// it has (or on one of its two). A member of S that is a slave on one
+// family takes the other over only from a master not in S, which the
+// settled link has none of (linkOutranks needs it to master a family of
+// the link), and it does not take back a family its spanning master
+// holds for a quiet spell of LOOPs there (followsSpanner): so the order
+// is stable, and the simulations check that nothing flaps (election/simnet: TestDualStackLink, TestRandomDualStackLink,
+// with crashes, restarts and partitions).
+//
+// Transiently there are two: a single-family master that was elected
+// while the spanning hosts were down, or partitioned, is master until a
+// spanning host follows it or hears its LOOP, then taken over within the
+// round trip of a QUIT; a spanning daemon that restarts takes its side
+// back within its start-up probe and an election period at most. When
+// every spanning host is gone, nothing joins the families: each elects a
+// master of its own, and no protocol could do otherwise, the two sets of
+// hosts having no family in common. The next spanning host to start
+// takes both over again. A claiming reference outranks spanning, so a
+// reference on one family only is master there beside a spanning master
+// on the other: give references both families too.
+//
+// BSD's daemons (and ours with --bsd-compat) are IPv4-only and drop
+// version 2 unread: they never hear a span, see a spanning master as an
+// ordinary one, and obey its QUIT (BSD's doquit makes a master a slave).
+// One that QUITs a spanning master first is refused (RefusedOutranked),
+// acknowledged all the same, and told to QUIT in turn, as a reference
+// does; ours, which would otherwise keep its own QUIT pending and ignore
+// the answer as the lower name, finds its QUIT answered and obeys.
+// Corrections stay on one family for a host: a master of both families
+// votes on the family of lower index and dictates on the other (Host
+// Dictates), and a spanning slave that ignores one family stops
+// answering there, so the master drops it from that family's list after
+// LostHost rounds (until then it measures it twice, the second a dictated
+// round whose correction the slave never applies).
+//
 // # Departures from the paper and from FreeBSD, and why
 //
 // Fixed BSD quirks (facts §7):

@@ -116,6 +116,13 @@ type hostNet struct {
 	// when ours was last announced here.
 	refs    map[netip.AddrPort]heardRef
 	toldRef time.Time
+	// span: this network is one family of a link whose other family the
+	// host serves too (Config.Link); spans: the announcements of
+	// spanning hosts heard here, toldSpan: when ours was last made here
+	// (span.go).
+	span     bool
+	spans    map[netip.AddrPort]heardSpan
+	toldSpan time.Time
 }
 
 type heardLoop struct {
@@ -161,10 +168,11 @@ func NewHost(cfgs []Config, rng *rand.Rand) (*Host, error) {
 			h.reference = true
 			m.cfg.MayBeMaster = false
 		}
-		h.nets = append(h.nets, &hostNet{cfg: m.cfg, m: m, refs: map[netip.AddrPort]heardRef{},
+		h.nets = append(h.nets, &hostNet{cfg: m.cfg, m: m, refs: map[netip.AddrPort]heardRef{}, spans: map[netip.AddrPort]heardSpan{},
 			loops: map[netip.AddrPort]map[string]heardLoop{}, since: map[netip.AddrPort]time.Time{},
 			asked: map[netip.AddrPort]askedSource{}, told: map[netip.AddrPort]toldSource{}})
 	}
+	h.markLinks()
 	return h, nil
 }
 
@@ -304,6 +312,8 @@ func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 		h.sourceAnswer(net, e)
 	case ReferenceHeard:
 		h.referenceHeard(net, e)
+	case SpanHeard:
+		h.spanHeard(net, e)
 	case TimerFired:
 		if e.ID == TimerLook {
 			h.look(net)
@@ -355,7 +365,7 @@ func (h *Host) finish() []NetAction {
 		h.announce()
 	}
 	out := h.out[:0]
-	for _, a := range h.announced(h.out) {
+	for _, a := range h.announcedSpan(h.announced(h.out)) {
 		switch x := a.Action.(type) {
 		case AdjustClock, SetClock:
 			if len(h.nets) > 1 && a.Net != h.slave {
@@ -583,6 +593,9 @@ func (h *Host) rivalRank(i int, from netip.AddrPort, name string) int {
 	if r := h.refRank(i, from, name); r != 0 {
 		return r // references first (reference.go)
 	}
+	if r := h.spanRank(i, from, name); r != 0 {
+		return r // then hosts that span the link (span.go)
+	}
 	mine := h.root()
 	theirs, fwd := h.rootAt(i, from, name)
 	if theirs == h.name {
@@ -708,6 +721,14 @@ func (h *Host) settle(j int) {
 	eligible := h.nets[j].cfg.MayBeMaster
 	if eligible && h.refRank(j, q.Addr, q.Name) < 0 {
 		h.takeOver(j, q, "a reference outranks master "+q.Name) // reference.go
+		return
+	}
+	if eligible && h.refRank(j, q.Addr, q.Name) == 0 && h.spanRank(j, q.Addr, q.Name) < 0 {
+		h.takeOver(j, q, "a host on both families of the link outranks master "+q.Name) // span.go
+		return
+	}
+	if h.linkOutranks(j, q) {
+		h.takeOver(j, q, "one master per link: we master its other family and outrank "+q.Name) // span.go
 		return
 	}
 	switch {
@@ -931,12 +952,21 @@ func (h *Host) lookReason(j int) (why string, pending Peer) {
 	}
 	a, name, ok := h.latestLoop(j)
 	if !ok {
-		return "no master heard", Peer{}
+		if h.followsSpanner(j) {
+			return "", Peer{} // the master of j's link holds j: span.go
+		}
+		return "no master heard" + h.lastLoopAgo(j), Peer{}
+	}
+	q := Peer{Name: name, Addr: a}
+	if h.refRank(j, q.Addr, q.Name) == 0 && h.spanRank(j, q.Addr, q.Name) < 0 {
+		return "a host on both families of the link outranks master " + q.Name, Peer{}
 	}
 	if !h.known(j, a) || !h.ownRootKnown() {
 		return "", Peer{Name: name, Addr: a}
 	}
-	q := Peer{Name: name, Addr: a}
+	if h.linkOutranks(j, q) {
+		return "one master per link: we master its other family and outrank " + q.Name, Peer{}
+	}
 	switch order, r, mine := h.compareSource(j, q); order {
 	case theirsOutranks:
 		return outranksMsg(q, r, mine), Peer{}
@@ -944,6 +974,23 @@ func (h *Host) lookReason(j int) (why string, pending Peer) {
 		return outrankedMsg(q, r, mine), Peer{}
 	}
 	return "", Peer{}
+}
+
+// lastLoopAgo says, for a log, how long ago network j last heard a LOOP,
+// if it heard one.
+func (h *Host) lastLoopAgo(j int) string {
+	var last time.Time
+	for _, byName := range h.nets[j].loops {
+		for _, l := range byName {
+			if l.at.After(last) {
+				last = l.at
+			}
+		}
+	}
+	if last.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" (the last LOOP %v ago)", h.now.Sub(last).Round(time.Millisecond))
 }
 
 // latestLoop is the sender of the latest LOOP heard on network j within

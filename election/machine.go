@@ -1073,18 +1073,29 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		}
 		r := m.rivalRank(peer)
 		if r < 0 {
-			// Our time source outranks the sender's (several networks):
-			// it is the one to give way.
+			// Our time source (or claim, or span) outranks the sender's:
+			// it is the one to give way. The QUIT is acknowledged all the
+			// same, so that a sender that cannot hear our rank (BSD's,
+			// --bsd-compat) is not left with its QUIT pending, whose
+			// "both told each other to quit, the lower name stays" would
+			// have it ignore ours for ever.
+			m.reply(tsp.Ack, p, peer.Addr)
 			m.refused(p, peer.Addr, RefusedOutranked)
 			m.quitRival(peer)
+			return
+		}
+		if r == 0 && m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
+			// Both told each other to quit: the lower name stays. The QUIT
+			// is not acknowledged: the sender retransmits it, and obeys
+			// ours meanwhile (its own goes with its mastership); one that
+			// refused ours (it outranks us by what we cannot hear: a
+			// reference's claim, a span, to a --bsd-compat daemon)
+			// acknowledges it, and its next copy finds ours answered.
 			return
 		}
 		m.reply(tsp.Ack, p, peer.Addr)
 		if m.dup(p) {
 			return
-		}
-		if r == 0 && m.pendingTo(tsp.Quit, p.Name) && m.cfg.Name < p.Name {
-			return // both told each other to quit: the lower name stays
 		}
 		m.followMaster(peer, "QUIT from "+p.Name)
 	case tsp.Loop, tsp.MasterUp, tsp.AdjTime, tsp.SetTime:

@@ -156,18 +156,26 @@ func (h *Host) referenceHeard(i int, e ReferenceHeard) {
 	if n.fromSelf(e.From) || !n.m.isTrusted(e.From) || !tsp.ValidName(e.Name) {
 		return
 	}
-	if _, ok := n.refs[e.From]; !ok && len(n.refs) >= maxRefs {
-		w := n.cfg.rootWindow()
-		for a, r := range n.refs {
-			if h.now.Sub(r.at) > w {
-				delete(n.refs, a)
+	boundedPut(n.refs, e.From, heardRef{name: e.Name, maxErr: max(e.MaxError, 0), at: h.now}, h.now, n.cfg.rootWindow(),
+		func(r heardRef) time.Time { return r.at })
+}
+
+// boundedPut stores v under a in m, a table of at most maxRefs entries:
+// when it is full and a is new, the entries older than window (by at) go
+// first, and if none does, v is not stored. Forged announcements from
+// ever new addresses must not grow it.
+func boundedPut[V any](m map[netip.AddrPort]V, a netip.AddrPort, v V, now time.Time, window time.Duration, at func(V) time.Time) {
+	if _, ok := m[a]; !ok && len(m) >= maxRefs {
+		for k, old := range m {
+			if now.Sub(at(old)) > window {
+				delete(m, k)
 			}
 		}
-		if len(n.refs) >= maxRefs {
+		if len(m) >= maxRefs {
 			return
 		}
 	}
-	n.refs[e.From] = heardRef{name: e.Name, maxErr: max(e.MaxError, 0), at: h.now}
+	m[a] = v
 }
 
 // refRank orders this host against the master at from on network i by
@@ -202,20 +210,31 @@ func (h *Host) refRank(i int, from netip.AddrPort, name string) int {
 // it follows a master it outranks (after every step). A slave with no
 // master holds an election when the claim begins (SetReference), not at
 // every step: a refused candidacy must back off as any other.
+//
+// A host that spans a link (span.go) does the same where it follows a
+// master that does not span, or one it outranks on a link whose other
+// family it masters.
 func (h *Host) claimNetworks() {
-	if !h.claim {
-		return
-	}
 	for i, n := range h.nets {
-		if n.mode != netRunning {
+		if n.mode != netRunning || (!h.claim && !n.span) {
 			continue
 		}
 		m := n.m
 		if st := m.State(); st != Slave && st != Accept {
 			continue
 		}
-		if q, ok := m.Master(); ok && h.refRank(i, q.Addr, q.Name) < 0 {
+		q, ok := m.Master()
+		if !ok {
+			continue
+		}
+		switch r := h.refRank(i, q.Addr, q.Name); {
+		case h.claim && r < 0:
 			h.takeOver(i, q, "a reference outranks master "+q.Name)
+		case r != 0 || !n.cfg.MayBeMaster:
+		case h.spanRank(i, q.Addr, q.Name) < 0:
+			h.takeOver(i, q, "a host on both families of the link outranks master "+q.Name)
+		case h.linkOutranks(i, q):
+			h.takeOver(i, q, "one master per link: we master its other family and outrank "+q.Name)
 		}
 	}
 	if h.slave >= 0 && !h.follows(h.slave) {

@@ -43,7 +43,7 @@ var Replies = []ReplyRule{
 	{Type: tsp.Conflict, Role: RoleSlave, BSD: tsp.Any, Ours: tsp.Ack, Note: "BSD's sender waits for an ACK nobody sent"},
 	{Type: tsp.Accept, Role: RoleMaster, BSD: tsp.Any, Ours: tsp.Ack, Note: "a late ACCEPT whose ACK was lost: answered, sender listed"},
 	{Type: tsp.Refuse, Role: RoleMaster, BSD: tsp.Any, Ours: tsp.Ack},
-	{Type: tsp.Quit, Role: RoleMaster, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from a host known as a master or on the -F list; others are asked with MASTERREQ. A Host refuses it from a master whose time source its own outranks"},
+	{Type: tsp.Quit, Role: RoleMaster, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from a host known as a master or on the -F list; others are asked with MASTERREQ. A Host refuses it (acknowledged all the same) from a master it outranks (claim, span, time source); unacknowledged where both told each other to quit and this host, the lower name, stays"},
 	{Type: tsp.MasterReq, Role: RoleMaster, BSD: tsp.MasterAck, Ours: tsp.MasterAck},
 	{Type: tsp.Resolve, Role: RoleMaster, BSD: tsp.MasterAck, Ours: tsp.MasterAck},
 	{Type: tsp.MSiteReq, Role: RoleMaster, BSD: tsp.Ack, Ours: tsp.Ack, Note: "a BSD slave asks it to answer timedc msite"},

@@ -89,6 +89,12 @@ func netnsLink(t *testing.T, fams []linkFamily) netbench.Names {
 // the test's directory (the file system is shared).
 func netnsCluster(t *testing.T, names netbench.Names, n int, offsets []time.Duration) *cluster {
 	t.Helper()
+	return netnsClusterWith(t, names, n, offsets, nil)
+}
+
+// netnsClusterWith is netnsCluster with extra flags for daemon i.
+func netnsClusterWith(t *testing.T, names netbench.Names, n int, offsets []time.Duration, extra func(i int) []string) *cluster {
+	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "empty.yaml") // not the host's /etc/timed/timed.yaml
 	if err := os.WriteFile(conf, nil, 0o600); err != nil {
@@ -103,6 +109,9 @@ func netnsCluster(t *testing.T, names netbench.Names, n int, offsets []time.Dura
 			"--control-socket", nd.socket(), "--log-level", "debug",
 			"--sync-interval", syncInterval.String(), "--election-timeout-min", electionMin.String(),
 			"--election-timeout-max", electionMax.String()}
+		if extra != nil {
+			nd.args = append(nd.args, extra(i)...)
+		}
 		c.nodes = append(c.nodes, nd)
 		c.start(nd)
 	}

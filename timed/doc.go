@@ -39,6 +39,10 @@
 //     tsp.ExtSourceReq and tsp.ExtSource, unicast; those received come
 //     back to the Host as SourceQuery and SourceAnswer on the network
 //     they came from (ext.go).
+//   - TellReference and TellSpan (a reference's claim; a --family both
+//     daemon's word that it serves both families of the link) are
+//     broadcast as tsp.ExtReference and tsp.ExtSpan; those received go
+//     to the Host as ReferenceHeard and SpanHeard.
 //   - Ignored and CycleDetected are logged (a few lines a minute per
 //     network or source) and, with LOOPs from a second master on a network
 //     the host masters, counted: loops_detected in the status,

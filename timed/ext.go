@@ -36,6 +36,8 @@ func (d *Daemon) receiveExt(r udp.Received) {
 		d.sourcePacket(r)
 	case tsp.ExtReference:
 		d.referencePacket(r)
+	case tsp.ExtSpan:
+		d.spanPacket(r)
 	default:
 		if e := d.peerLog("dropped: extension not served", r.From); e != nil {
 			e.WithField("kind", r.Ext.Kind.String()).Debug("dropped: extension not served")
@@ -109,6 +111,35 @@ func (rt *netRuntime) tellReference(a election.TellReference) {
 	p := tsp.ExtPacket{Kind: tsp.ExtReference, Payload: payload}
 	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
 		rt.log.WithError(err).Debug("reference claim not sent")
+	}
+}
+
+// spanPacket hands a host's word that it serves both families of the
+// link to the Host, on the network it came from (election/span.go); the
+// Host keeps those from trusted addresses only. It carries no payload.
+func (d *Daemon) spanPacket(r udp.Received) {
+	rt := d.runtimeFor(r.Network)
+	if rt == nil {
+		return
+	}
+	if len(r.Ext.Payload) != 0 {
+		if e := d.peerLog("bad span announcement", r.From); e != nil {
+			e.WithField("bytes", len(r.Ext.Payload)).Debug("bad span announcement")
+		}
+		return
+	}
+	rt.step(election.SpanHeard{From: r.From, Name: r.Ext.Name}, time.Time{})
+}
+
+// tellSpan broadcasts on the runtime's network that this host serves
+// both families of its link (not with --bsd-compat).
+func (rt *netRuntime) tellSpan() {
+	if rt.d.bsdCompat {
+		return
+	}
+	p := tsp.ExtPacket{Kind: tsp.ExtSpan}
+	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
+		rt.log.WithError(err).Debug("span announcement not sent")
 	}
 }
 

@@ -37,6 +37,7 @@ type metrics struct {
 	slaveOffset *prometheus.GaugeVec
 	networkOff  *prometheus.GaugeVec
 	rounds      *prometheus.CounterVec
+	link        *prometheus.GaugeVec
 }
 
 func newMetrics(listen string, d *Daemon) (*metrics, error) {
@@ -85,6 +86,8 @@ func newRegistry(d *Daemon) (*metrics, *prometheus.Registry) {
 			Help: "Master only: the network time minus the master's clock, last round (0 where the master dictates)."}, []string{"network"}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timed_sync_rounds_total",
 			Help: "Master only: sync rounds measured, by network."}, []string{"network"}),
+		link: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "timed_link_info",
+			Help: "1 for each network that is one family of a link served on both (--family both): its interface and family; one election spans the link."}, []string{"network", "interface", "family"}),
 	}
 	m.alarm = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "timed_alarm",
 		Help: "1 while the local clock is in the max-step alarm: corrections beyond max-step are asked of it (timedc status, timedc step)."},
@@ -99,8 +102,15 @@ func newRegistry(d *Daemon) (*metrics, *prometheus.Registry) {
 		m.elections.WithLabelValues(rt.label)
 		m.loops.WithLabelValues(rt.label)
 		m.rounds.WithLabelValues(rt.label)
+		if d.host.Spans(rt.i) {
+			fam := "ipv4"
+			if rt.network.IPv6() {
+				fam = "ipv6"
+			}
+			m.link.WithLabelValues(rt.label, rt.network.Interface, fam).Set(1)
+		}
 	}
-	reg.MustRegister(m.alarm, m.refusedCorr, m.state, m.elections, m.loops, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds,
+	reg.MustRegister(m.alarm, m.refusedCorr, m.state, m.elections, m.loops, m.corrections, m.correction, m.frequency, m.slaveOffset, m.networkOff, m.rounds, m.link,
 		syncCollector{d}, transportCollector{d.tr}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m, reg
 }

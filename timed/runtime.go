@@ -93,6 +93,7 @@ func electionConfigs(base election.Config, hostname string, nets []udp.Network, 
 			hosts = prefixHosts(n.Prefix)
 		}
 		c.AnswerDelay = c.AnswerDelayFor(hosts)
+		c.Link = udp.LinkOf(nets, i) // --family both: one election across the link's families
 		cfgs[i] = c
 	}
 	return cfgs

@@ -280,6 +280,7 @@ func (rt *netRuntime) networkStatus() control.Network {
 	net.Master = rt.master()
 	net.Slaves = rt.slaves()
 	net.Slavenet = d.host.IsSlaveNet(rt.i)
+	net.Link = rt.linkNote()
 	if d.host.State(rt.i).IsMaster() {
 		net.RoundIntervalSecs = rt.roundInterval().Seconds()
 	}
@@ -354,4 +355,21 @@ func countPackets[K interface {
 		}
 		into[k.String()] = c
 	}
+}
+
+// linkNote says, on a network that is one family of a link the daemon
+// serves on both (--family both), which side it is and the address of
+// the other: "" elsewhere.
+func (rt *netRuntime) linkNote() string {
+	for _, k := range rt.d.host.Siblings(rt.i) {
+		if k >= len(rt.d.runtimes) {
+			continue
+		}
+		side, o := "IPv4", rt.d.runtimes[k].network
+		if rt.network.IPv6() {
+			side = "IPv6"
+		}
+		return fmt.Sprintf("%s side of dual-stack %s, with %v", side, rt.network.Interface, o.Addr)
+	}
+	return ""
 }

@@ -24,11 +24,13 @@ const (
 	ExtSourceReq  ExtKind = 0x84 // "which time source do you serve?" to a master (election.Host); no payload
 	ExtSource     ExtKind = 0x85 // a master's answer to ExtSourceReq: SourcePayload, the query's Seq
 	ExtReference  ExtKind = 0x86 // a reference's claim, broadcast (election.TellReference): ReferencePayload
+	ExtSpan       ExtKind = 0x87 // "I serve both families of this link", broadcast (election.TellSpan); no payload
 )
 
 var extNames = map[ExtKind]string{
 	ExtProbe: "PROBE", ExtProbeReply: "PROBEREPLY", ExtRing: "RING", ExtRingCtl: "RINGCTL",
 	ExtSourceReq: "SOURCEREQ", ExtSource: "SOURCE", ExtReference: "REFERENCE",
+	ExtSpan: "SPAN",
 }
 
 func (k ExtKind) String() string {

@@ -33,4 +33,8 @@ func TestNetworkLine(t *testing.T) {
 	if got, want := networkLine(v6), "eth0 fe80::1%eth0 on 2001:db8::/64, group ff02::20d (IPv6: probe only, no BSD daemons): master of 3 slaves"; got != want {
 		t.Errorf("IPv6 link: %q, want %q", got, want)
 	}
+	v6.State, v6.Slaves, v6.Link = "ignore", nil, "IPv6 side of dual-stack eth0, with 10.0.0.5"
+	if got, want := networkLine(v6), "eth0 fe80::1%eth0 on 2001:db8::/64, group ff02::20d (IPv6: probe only, no BSD daemons): ignore [IPv6 side of dual-stack eth0, with 10.0.0.5]"; got != want {
+		t.Errorf("IPv6 side of a dual-stack link: %q, want %q", got, want)
+	}
 }

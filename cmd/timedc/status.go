@@ -280,6 +280,9 @@ func networkLine(n control.Network) string {
 	if n.Slavenet {
 		r += ", slavenet"
 	}
+	if n.Link != "" {
+		r += " [" + n.Link + "]"
+	}
 	return r
 }
 

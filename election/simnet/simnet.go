@@ -574,26 +574,15 @@ func (n *Net) apply(nd *Node, net int, a election.Action) {
 			return election.SourceQuery{From: from, Seq: a.Seq}
 		})
 	case election.TellReference:
-		n.Stats.SentExt[tsp.ExtReference]++
 		n.tracef("%s > * %v %v", who, tsp.ExtReference, a.MaxError)
-		if nd.NoExt {
-			return
-		}
-		for _, dst := range n.Networks[nd.Nets[net]].Members {
-			if dst == nd {
-				continue
-			}
-			name := nd.Name
-			n.carry(nd, net, dst, func() bool {
-				if dst.NoExt {
-					return false
-				}
-				n.Stats.DeliveredExt[tsp.ExtReference]++
-				return true
-			}, func(from netip.AddrPort) election.Event {
-				return election.ReferenceHeard{From: from, Name: name, MaxError: a.MaxError}
-			})
-		}
+		n.broadcastExt(nd, net, tsp.ExtReference, func(from netip.AddrPort) election.Event {
+			return election.ReferenceHeard{From: from, Name: nd.Name, MaxError: a.MaxError}
+		})
+	case election.TellSpan:
+		n.tracef("%s > * %v", who, tsp.ExtSpan)
+		n.broadcastExt(nd, net, tsp.ExtSpan, func(from netip.AddrPort) election.Event {
+			return election.SpanHeard{From: from, Name: nd.Name}
+		})
 	case election.TellSource:
 		n.sendExt(nd, net, a.To, tsp.ExtSource, fmt.Sprintf(" %s %d", a.Source, a.Hops), func(from netip.AddrPort) election.Event {
 			return election.SourceAnswer{From: from, Seq: a.Seq, Source: a.Source, Hops: a.Hops}
@@ -729,6 +718,28 @@ func (n *Net) carry(src *Node, net int, dst *Node, accept func() bool, ev func(f
 				n.step(dst, dnet, ev(from))
 			}
 		})
+	}
+}
+
+// broadcastExt sends a version-2 broadcast of kind from nd on its network
+// net: every other member that speaks version 2 gets ev(nd's address).
+// A node with NoExt sends none.
+func (n *Net) broadcastExt(nd *Node, net int, kind tsp.ExtKind, ev func(from netip.AddrPort) election.Event) {
+	n.Stats.SentExt[kind]++
+	if nd.NoExt {
+		return
+	}
+	for _, dst := range n.Networks[nd.Nets[net]].Members {
+		if dst == nd {
+			continue
+		}
+		n.carry(nd, net, dst, func() bool {
+			if dst.NoExt {
+				return false
+			}
+			n.Stats.DeliveredExt[kind]++
+			return true
+		}, ev)
 	}
 }
 

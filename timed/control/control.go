@@ -156,6 +156,10 @@ type Network struct {
 	// Slavenet: the one network the daemon is a slave on, whose master's
 	// corrections its clock takes.
 	Slavenet bool `json:"slavenet,omitempty"`
+	// Link, on a link served on both families (--family both), says
+	// which side this network is and where the other is: "IPv6 side of
+	// dual-stack eth0, with 10.0.0.5" (one election across both).
+	Link string `json:"link,omitempty"`
 }
 
 // KernelSync is what the daemon last wrote to the kernel's sync state

@@ -38,25 +38,31 @@
 // subnet: the daemons that serve a link on one family all hear each
 // other, and TSP's election gives them one master.
 //
-// A link that has both families is served on one of them (Family):
-// auto takes IPv4 where the interface has an IPv4 network (where BSD
-// daemons may be) and IPv6 where it has none (and has a global or
-// unique-local address: not a container's veth); ipv4 and ipv6 force it.
-// So a daemon never runs two elections on one link, and cannot be a
-// master twice there, nor a slave on one family and master on the
-// other; and the dual-stack daemons of a link under one --family all
-// choose alike (auto depends only on what the interface holds), so they
-// never split between two elections. Two masters on one wire
-// come only from daemons with no family in common, an IPv4-only host
-// beside an IPv6-only one: they cannot exchange a datagram, and are two
-// TSP networks, as two IPv4 subnets on one wire are for BSD. A dual-stack
-// daemon that serves a link on IPv4 listens to the link's group all the
-// same, and warns once per source of TSP heard there: so the split is
-// seen, not guessed. Where the
-// hosts that matter have only IPv6, give the link's dual-stack daemons
-// --family ipv6 so that they join them (leaving the IPv4-only ones, BSD's
-// among them, to a master of their own); a --family that differs among
-// the dual-stack daemons of one link splits it, as a mixed -n would.
+// A link that has both families is served on one of them, or on both
+// (Family): auto takes IPv4 where the interface has an IPv4 network
+// (where BSD daemons may be) and IPv6 where it has none (and has a global
+// or unique-local address: not a container's veth); ipv4 and ipv6 force
+// it. Under those a daemon never runs two elections on one link, and the
+// dual-stack daemons of a link under one --family all choose alike (auto
+// depends only on what the interface holds), so they never split between
+// two elections. Two masters on one wire come then from daemons with no
+// family in common, an IPv4-only host beside an IPv6-only one: they
+// cannot exchange a datagram, and are two TSP networks, as two IPv4
+// subnets on one wire are for BSD. A dual-stack daemon that serves a
+// link on IPv4 listens to the link's group all the same, and warns once
+// per source of TSP heard there: so the split is seen, not guessed.
+//
+// both serves a dual-stack interface on both families, as two networks
+// (SameLink; LinkOf gives the election their link): the daemon joins the
+// two TSP networks of the wire as a gateway does, and the election's
+// rule for hosts that span a link (go doc ./election, "One master per
+// link") keeps one master on it while such a daemon is up. It is the
+// setting for the dual-stack daemons of a link that mixes IPv4-only
+// (BSD's among them), IPv6-only and dual-stack hosts. It is not the
+// default: where no IPv6-only daemons are, it would double the
+// election's traffic for nothing and have ours outrank BSD's masters,
+// while auto behaves as BSD's daemon does, and warns when the link turns
+// out to hold IPv6-only daemons.
 //
 // It decides nothing about elections or clocks: it sends what it is given
 // and delivers what passes the checks. Its errors and log lines say "tsp:",

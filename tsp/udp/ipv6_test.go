@@ -163,7 +163,7 @@ func TestOtherFamily(t *testing.T) {
 }
 
 func TestParseFamily(t *testing.T) {
-	for in, want := range map[string]Family{"": FamilyAuto, "auto": FamilyAuto, "IPv6": FamilyIPv6, "ipv4": FamilyIPv4} {
+	for in, want := range map[string]Family{"": FamilyAuto, "auto": FamilyAuto, "IPv6": FamilyIPv6, "ipv4": FamilyIPv4, "both": FamilyBoth} {
 		if got, err := ParseFamily(in); err != nil || got != want {
 			t.Errorf("ParseFamily(%q) = %v, %v", in, got, err)
 		}
@@ -278,5 +278,51 @@ func TestRateLimitIPv6(t *testing.T) {
 	}
 	if r := <-tr.packets; r.From != flooder || *r.Network != link {
 		t.Errorf("got %+v", r)
+	}
+}
+
+// TestSelectNetworksBoth: --family both serves a dual-stack interface on
+// both families, as two networks of one link (SameLink, LinkOf); the
+// other interfaces as auto would; nothing is left to warn about.
+func TestSelectNetworksBoth(t *testing.T) {
+	eth5 := net.Interface{Index: 9, Name: "eth5", Flags: net.FlagUp | net.FlagBroadcast | net.FlagMulticast, MTU: 1500}
+	ifs := append(synthetic6(),
+		sockaddr.IfAddr{SockAddr: sockaddr.MustIPv4Addr("10.5.0.7/24"), Interface: eth5},
+		sockaddr.IfAddr{SockAddr: sockaddr.MustIPv6Addr("fe80::9/64"), Interface: eth5},
+		sockaddr.IfAddr{SockAddr: sockaddr.MustIPv6Addr("fd00:5::7/64"), Interface: eth5},
+	)
+	auto, err := selectNetworks(ifs, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := selectNetworks(ifs, Selection{Family: FamilyBoth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on5 []Network
+	for _, n := range both.nets {
+		if n.Interface == "eth5" {
+			on5 = append(on5, n)
+		}
+	}
+	if len(on5) != 2 || !on5[0].SameLink(on5[1]) || on5[0].IPv6() == on5[1].IPv6() {
+		t.Fatalf("both: eth5 served as %v, want its IPv4 and its IPv6 network", on5)
+	}
+	if len(both.nets) != len(auto.nets)+1 || len(both.other) != 0 || len(auto.other) == 0 {
+		t.Errorf("both: %v (shadowed %v); auto: %v (shadowed %v)", names(both.nets), both.other, names(auto.nets), auto.other)
+	}
+	for i, n := range both.nets {
+		want := 0
+		if n.Interface == "eth5" {
+			want = 9
+		}
+		if got := LinkOf(both.nets, i); got != want {
+			t.Errorf("LinkOf(%v) = %d, want %d", n, got, want)
+		}
+	}
+	for _, n := range auto.nets {
+		if (Network{Interface: "x", Index: n.Index, Addr: netip.MustParseAddr("fe80::1")}).SameLink(Network{Peers: true}) {
+			t.Error("a peers network is on a link")
+		}
 	}
 }

@@ -40,6 +40,24 @@ type Network struct {
 // IPv6 reports whether n is an IPv6 link (multicast, no BSD peers).
 func (n Network) IPv6() bool { return !n.Peers && n.Addr.Is6() }
 
+// SameLink reports whether n and o are the two families of one link: an
+// IPv4 network and an IPv6 one on the same interface (--family both).
+func (n Network) SameLink(o Network) bool {
+	return !n.Peers && !o.Peers && n.Index != 0 && n.Index == o.Index && n.Addr.Is4() != o.Addr.Is4()
+}
+
+// LinkOf is the link network i of nets spans with another (its
+// interface index, for election.Config.Link), or 0 when no other network
+// of nets is its link's other family.
+func LinkOf(nets []Network, i int) int {
+	for j, o := range nets {
+		if j != i && nets[i].SameLink(o) {
+			return nets[i].Index
+		}
+	}
+	return 0
+}
+
 func (n Network) String() string {
 	switch {
 	case n.Peers:
@@ -73,17 +91,26 @@ const (
 	FamilyAuto Family = "auto"
 	FamilyIPv4 Family = "ipv4" // IPv4 only: BSD's choice
 	FamilyIPv6 Family = "ipv6" // IPv6 only
+	// FamilyBoth serves a link that has both families on both, as two
+	// networks of one election (election.Config.Link): the daemon spans
+	// the link, and the spanning daemons keep one master on it for the
+	// IPv4-only, IPv6-only and dual-stack daemons together. Elsewhere it
+	// is auto.
+	FamilyBoth Family = "both"
 )
+
+// FamilyValues lists the accepted values, for messages.
+const FamilyValues = "auto, ipv4, ipv6, both"
 
 // ParseFamily accepts auto, ipv4 and ipv6 ("" is auto).
 func ParseFamily(s string) (Family, error) {
 	switch f := Family(strings.ToLower(strings.TrimSpace(s))); f {
 	case "", FamilyAuto:
 		return FamilyAuto, nil
-	case FamilyIPv4, FamilyIPv6:
+	case FamilyIPv4, FamilyIPv6, FamilyBoth:
 		return f, nil
 	}
-	return "", fmt.Errorf("family %q: accepted: auto, ipv4, ipv6", s)
+	return "", fmt.Errorf("family %q: accepted: %s", s, FamilyValues)
 }
 
 // CheckGroup accepts an IPv6 link-local scope multicast address (ff02::/16
@@ -254,6 +281,9 @@ func selectNetworks(ifs sockaddr.IfAddrs, sel Selection) (found, error) {
 // is not served: a template that did not ask for IPv6 alone would
 // otherwise take every one of them. --family ipv6 serves it.
 //
+// With both, an interface with both families is served on both (the
+// daemon spans the link: SameLink); the rest is as with auto.
+//
 // It returns the candidates kept, and apart the IPv6 links that auto left
 // to IPv4.
 func byFamily(cands []candidate, family Family) (kept, shadowed []candidate) {
@@ -267,7 +297,7 @@ func byFamily(cands []candidate, family Family) (kept, shadowed []candidate) {
 		switch {
 		case c.Addr.Is4() && family == FamilyIPv6,
 			c.IPv6() && family == FamilyIPv4,
-			c.IPv6() && family == FamilyAuto && !has4[c.Index] && len(c.onLink) == 0:
+			c.IPv6() && (family == FamilyAuto || family == FamilyBoth) && !has4[c.Index] && len(c.onLink) == 0:
 		case c.IPv6() && family == FamilyAuto && has4[c.Index]:
 			shadowed = append(shadowed, c)
 		default:

@@ -786,7 +786,7 @@ func (t *Transport) otherFamily(r Received, now time.Time) {
 	if i < 0 {
 		return
 	}
-	const msg = "tsp: TSP over IPv6 on a link this daemon serves on IPv4 (family auto): the daemons there with IPv6 only elect a master of their own; give this link's dual-stack daemons --family ipv6 to join them (BSD daemons stay on IPv4)"
+	const msg = "tsp: TSP over IPv6 on a link this daemon serves on IPv4 (family auto): the daemons there with IPv6 only elect a master of their own; give this link's dual-stack daemons --family both to serve both families under one master"
 	if e := t.otherLog.Entry(limit.Key{Msg: msg, Source: a}, now); e != nil {
 		e.WithFields(logrus.Fields{"from": r.From.String(), "interface": t.other[i].Interface}).Warn(msg)
 	}
