@@ -29,6 +29,12 @@ func TestPlanCorrection(t *testing.T) {
 		{"at threshold", 0, 20 * time.Second, false, CorrectOptions{}, tsp.SetTime, 0},
 		{"negative at threshold", 0, -20 * time.Second, false, CorrectOptions{}, tsp.SetTime, 0},
 		{"new slave", 0, 0, true, CorrectOptions{}, tsp.SetTime, 0},
+		// A master change: every slave is new to the new master, and one
+		// already synchronised is adjusted by what it measured, not set.
+		{"new slave, adjust new", 3 * ms, 2 * ms, true, CorrectOptions{AdjustNew: true}, tsp.AdjTime, ms},
+		{"new slave, adjust new, below threshold", 0, 20*time.Second - time.Microsecond, true, CorrectOptions{AdjustNew: true}, tsp.AdjTime, -(20*time.Second - time.Microsecond)},
+		{"new slave far off, adjust new", 0, 20 * time.Second, true, CorrectOptions{AdjustNew: true}, tsp.SetTime, 0},
+		{"new slave far off, adjust new, custom threshold", 0, -time.Second, true, CorrectOptions{AdjustNew: true, StepThreshold: time.Second}, tsp.SetTime, 0},
 		{"custom threshold", 0, 2 * time.Second, false, CorrectOptions{StepThreshold: time.Second}, tsp.SetTime, 0},
 	}
 	for _, c := range cases {

@@ -98,6 +98,7 @@ type slave struct {
 	Peer
 	noAnswer int
 	needSet  bool
+	listedAt time.Time // when the machine listed it
 }
 
 // ErrNoRand is returned by New when no random source is given.
@@ -900,7 +901,7 @@ func (m *Machine) recvCandidate(p tsp.Packet, peer Peer) {
 			m.refused(p, peer.Addr, RefusedTableFull)
 			return
 		}
-		m.slaves[p.Name] = &slave{Peer: peer, needSet: true}
+		m.slaves[p.Name] = &slave{Peer: peer, needSet: true, listedAt: m.now}
 		if p.Type == tsp.Accept {
 			m.setTimer(TimerCandidate, m.cfg.CandidateWait)
 		}
@@ -1004,7 +1005,7 @@ func (m *Machine) addSlave(p tsp.Packet, peer Peer) *slave {
 		m.refused(p, peer.Addr, RefusedTableFull)
 		return nil
 	}
-	s = &slave{Peer: peer, needSet: true}
+	s = &slave{Peer: peer, needSet: true, listedAt: m.now}
 	m.slaves[peer.Name] = s
 	m.emitSlaves()
 	return s
@@ -1019,12 +1020,25 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		// A BSD slave asking for timedc msite (BSD masterack).
 		m.reply(tsp.Ack, p, peer.Addr)
 	case tsp.SlaveUp:
+		known := m.slaves[peer.Name] != nil && !m.slaves[peer.Name].listedAt.After(m.masterUpAt)
 		s := m.addSlave(p, peer)
 		if s == nil {
 			return
 		}
 		s.needSet = true // a (re)started slave is set before it is adjusted
-		if m.now.Sub(m.masterUpAt) >= m.cfg.SetTimeGuard {
+		switch {
+		case m.now.Sub(m.masterUpAt) < m.cfg.SetTimeGuard:
+			// An answer to MASTERUP: set at the first round.
+		case known:
+			// A slave listed before our MASTERUP (it accepted our
+			// candidacy, or followed us before a conflict's MASTERUP)
+			// answering it late: it is most likely synchronised, and a
+			// SETTIME, uncorrected for the transit delay, would step it
+			// by that delay. An early round measures it, and sends it
+			// ADJTIME if it is near (Correction.Measured).
+			m.syncWithin(m.joinOrFirstSync())
+		default:
+			// A new daemon: BSD's newslave sets it at once.
 			m.setTime(s, 0)
 			m.syncSoon()
 		}
@@ -1228,13 +1242,27 @@ func (m *Machine) syncRound() {
 // syncSoon brings the next round forward to JoinSync from now, if it is
 // further away (a slave joined). Never later: a flood of SLAVEUPs makes
 // rounds no more often than JoinSync.
-func (m *Machine) syncSoon() {
-	if m.cfg.JoinSync <= 0 || !m.state.IsMaster() {
+func (m *Machine) syncSoon() { m.syncWithin(m.cfg.JoinSync) }
+
+// syncWithin brings the next round forward to d from now, if it is
+// further away; d ≤ 0 leaves it.
+func (m *Machine) syncWithin(d time.Duration) {
+	if d <= 0 || !m.state.IsMaster() {
 		return
 	}
-	if at, ok := m.timers[TimerSync]; ok && at.Sub(m.now) > m.cfg.JoinSync {
-		m.setTimer(TimerSync, m.cfg.JoinSync)
+	if at, ok := m.timers[TimerSync]; ok && at.Sub(m.now) > d {
+		m.setTimer(TimerSync, d)
 	}
+}
+
+// joinOrFirstSync is how soon a round measures a slave that waits to be
+// set by one: JoinSync, or FirstSync where JoinSync is off (BSD's rounds),
+// so that it waits no longer than after a MASTERUP.
+func (m *Machine) joinOrFirstSync() time.Duration {
+	if m.cfg.JoinSync > 0 {
+		return m.cfg.JoinSync
+	}
+	return m.cfg.FirstSync
 }
 
 // RoundOpen reports whether a SyncResult for round would be taken now: the
@@ -1275,7 +1303,7 @@ func (m *Machine) syncResult(r SyncResult) {
 		for _, o := range stale[sl.Name] {
 			m.cancelSend(o)
 		}
-		if sl.needSet || c.Set {
+		if c.Set || sl.needSet && !c.Measured {
 			m.setTime(sl, r.Own)
 			continue
 		}
@@ -1287,7 +1315,8 @@ func (m *Machine) syncResult(r SyncResult) {
 		o := &outgoing{pkt: m.packet(tsp.AdjTime, m.nextSeq()), to: sl.Addr, want: tsp.Ack, role: roleMaster, peer: sl.Name}
 		o.pkt.Time = tv
 		name := sl.Name
-		o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, false) }
+		// A measured ADJTIME sets a slave not set yet as well as SETTIME.
+		o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, c.Measured) }
 		o.onFail = func() { m.slaveFailed(name) }
 		m.send(o, 0)
 	}

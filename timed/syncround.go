@@ -95,9 +95,11 @@ func planRound(res []clocksync.Result, slaves []election.Peer, trusted []bool, r
 		}
 		// BSD's correct(): ADJTIME below the step threshold, SETTIME
 		// (carrying the network time, which the machine stamps) at or
-		// above it.
+		// above it. Measured: a slave the machine has not set yet (after
+		// a master change, every slave) gets the ADJTIME too when it is
+		// near (clocksync.CorrectOptions.AdjustNew).
 		plan := clocksync.PlanJustified(network.Offset, m.Offset, verdicts[i].Slack, false, time.Time{}, opt)
-		corrections = append(corrections, election.Correction{Name: slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
+		corrections = append(corrections, election.Correction{Name: slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime, Measured: true})
 	}
 	return network, corrections
 }
