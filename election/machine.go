@@ -1035,7 +1035,7 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 			// answering it late: it is most likely synchronised, and a
 			// SETTIME, uncorrected for the transit delay, would step it
 			// by that delay. An early round measures it, and sends it
-			// ADJTIME if it is near (Correction.Measured).
+			// ADJTIME if it is near (Correction.Near).
 			m.syncWithin(m.joinOrFirstSync())
 		default:
 			// A new daemon: BSD's newslave sets it at once.
@@ -1303,7 +1303,7 @@ func (m *Machine) syncResult(r SyncResult) {
 		for _, o := range stale[sl.Name] {
 			m.cancelSend(o)
 		}
-		if c.Set || sl.needSet && !c.Measured {
+		if c.Set || sl.needSet && !c.Near {
 			m.setTime(sl, r.Own)
 			continue
 		}
@@ -1315,8 +1315,8 @@ func (m *Machine) syncResult(r SyncResult) {
 		o := &outgoing{pkt: m.packet(tsp.AdjTime, m.nextSeq()), to: sl.Addr, want: tsp.Ack, role: roleMaster, peer: sl.Name}
 		o.pkt.Time = tv
 		name := sl.Name
-		// A measured ADJTIME sets a slave not set yet as well as SETTIME.
-		o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, c.Measured) }
+		// A near ADJTIME sets a slave not set yet as well as SETTIME.
+		o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, c.Near) }
 		o.onFail = func() { m.slaveFailed(name) }
 		m.send(o, 0)
 	}

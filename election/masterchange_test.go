@@ -38,20 +38,22 @@ func sentTo(acts []Action, to int) []tsp.Type {
 	return out
 }
 
-// TestMeasuredNewSlaveAdjusted: after a master change every slave is new
-// to the new master (not set yet). One measured near the network time is
+// TestNearNewSlaveAdjusted: after a master change every slave is new to
+// the new master (not set yet). One measured near the network time is
 // sent the measured ADJTIME, not SETTIME (which carries no transit-delay
-// correction and would step it by that delay); one at or beyond the step
-// threshold (Set) still gets SETTIME, and so does one not measured
-// (ZeroResult), as BSD's need_set. The ACKed ADJTIME sets the slave.
-func TestMeasuredNewSlaveAdjusted(t *testing.T) {
+// correction and would step it by that delay); one further off, or at or
+// beyond the step threshold (Set), still gets SETTIME, and so does one
+// not measured (ZeroResult), as BSD's need_set. The ACKed correction sets
+// the slave.
+func TestNearNewSlaveAdjusted(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		corr Correction
 		want tsp.Type
 	}{
-		{"near", Correction{Name: "s", Delta: 300 * time.Microsecond, Measured: true}, tsp.AdjTime},
-		{"far off", Correction{Name: "s", Delta: 30 * time.Second, Set: true, Measured: true}, tsp.SetTime},
+		{"near", Correction{Name: "s", Delta: 300 * time.Microsecond, Near: true}, tsp.AdjTime},
+		{"far off", Correction{Name: "s", Delta: 30 * time.Second, Set: true}, tsp.SetTime},
+		{"not near", Correction{Name: "s", Delta: 500 * time.Millisecond}, tsp.SetTime},
 		{"unmeasured", Correction{Name: "s"}, tsp.SetTime},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,7 +113,7 @@ func TestLateSlaveUpOfAccepter(t *testing.T) {
 			t.Fatalf("JoinSync %v: next round %v after the late SLAVEUP, want %v", join, got, want)
 		}
 		sr = syncRoundOf(t, h.fire(TimerSync))
-		acts = h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s", Delta: -200 * time.Microsecond, Measured: true}}})
+		acts = h.step(SyncResult{Round: sr.Round, Corrections: []Correction{{Name: "s", Delta: -200 * time.Microsecond, Near: true}}})
 		if got := sentTo(acts, 2); !slices.Equal(got, []tsp.Type{tsp.AdjTime}) {
 			t.Fatalf("JoinSync %v: its round sent %v, want ADJTIME", join, got)
 		}
