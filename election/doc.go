@@ -358,6 +358,14 @@
 //     goes on (FreeBSD went to NOMASTER at once).
 //   - A new slave that found its master through MASTERREQ sends SLAVEUP to
 //     the master, unicast (FreeBSD broadcast SLAVEUP when slave() began).
+//   - A slave not set yet (new to this master: after a master change,
+//     every slave) that the round measured near the network time
+//     (Correction.Near) is sent the measured ADJTIME, not SETTIME, whose
+//     time carries no transit-delay correction; and a SLAVEUP later than
+//     SetTimeGuard from a slave listed before the MASTERUP (it accepted
+//     the candidacy) brings a round forward instead of a SETTIME at once.
+//     FreeBSD sets every new slave (need_set), which moved synchronised
+//     slaves by the transit delay at each master change.
 //   - ELECTION, ACCEPT, REFUSE, QUIT and CONFLICT are acted upon once per
 //     (type, sender, sequence number) within twice the retransmit span: a
 //     duplicated or retransmitted copy is acknowledged again but changes
