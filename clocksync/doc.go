@@ -87,6 +87,7 @@
 //
 //   - Rounding: BSD rounds ADJTIME to 5 ms (mstotvround); ours keeps the
 //     microsecond TSP carries (CorrectOptions.Rounding).
+//
 //   - Retries: BSD's acksend re-sends the same SETTIME bytes, so a copy sent
 //     after a lost one carries a time 200 ms (or more) stale. PacketAfter
 //     re-stamps each copy with the time elapsed since planning.
