@@ -84,10 +84,8 @@
 //     change every slave is new to the new master, and a SETTIME, whose
 //     time is uncorrected for the transit delay, moved them all by it and
 //     restarted their frequency estimates (simsync's TestMasterCrash).
-//
 //   - Rounding: BSD rounds ADJTIME to 5 ms (mstotvround); ours keeps the
 //     microsecond TSP carries (CorrectOptions.Rounding).
-//
 //   - Retries: BSD's acksend re-sends the same SETTIME bytes, so a copy sent
 //     after a lost one carries a time 200 ms (or more) stale. PacketAfter
 //     re-stamps each copy with the time elapsed since planning.
