@@ -235,7 +235,10 @@
 // outranks a host that does not claim, and of two the smaller kernel
 // maxerror (by powers of two of a millisecond), then the lower name,
 // wins. It takes over a network whose master it outranks, and gives up
-// what it masters when its claim ends. reference.go has the rules;
+// what it masters when its claim ends, saying so (TellResign, our
+// tsp.ExtResign; ResignHeard): its slaves drop it and its claim at once,
+// and the eligible ones draw the cold start's delay, the first to run
+// out taking over (Machine.masterResigned). reference.go has the rules;
 // election/simnet's reference tests check preference, two references,
 // step-down and return, and peers that drop version 2, with the
 // invariants. BSD's daemons see an ordinary master.

@@ -304,6 +304,8 @@ func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 		h.sourceAnswer(net, e)
 	case ReferenceHeard:
 		h.referenceHeard(net, e)
+	case ResignHeard:
+		h.resignHeard(net, e)
 	case TimerFired:
 		if e.ID == TimerLook {
 			h.look(net)

@@ -53,6 +53,7 @@ type Machine struct {
 	probeSeq  uint16
 	sawOther  bool
 	coldDrawn bool                        // the cold-start timer runs its drawn delay
+	coldWhy   string                      // why it makes the daemon master
 	starting  map[netip.AddrPort]struct{} // daemons seen probing or electing, by address (bounded: maxStarting)
 	first     Peer
 
@@ -206,6 +207,10 @@ func (m *Machine) Step(now time.Time, ev Event) Ready {
 	case SyncResult:
 		if m.running {
 			m.syncResult(e)
+		}
+	case ResignHeard:
+		if m.running {
+			m.masterResigned(e)
 		}
 	}
 	return Ready{Actions: m.take()}
@@ -472,7 +477,7 @@ func (m *Machine) armColdStart(from netip.AddrPort) {
 	if _, ok := m.timers[TimerColdStart]; ok {
 		return
 	}
-	m.coldDrawn = false
+	m.coldDrawn, m.coldWhy = false, "cold start: others starting, no master"
 	m.setTimer(TimerColdStart, m.cfg.Retransmit[0])
 }
 
@@ -490,7 +495,31 @@ func (m *Machine) coldStart() {
 		m.setTimer(TimerColdStart, time.Duration(m.rng.Int64N(int64(span)+1)))
 		return
 	}
-	m.becomeMaster("cold start: others starting, no master")
+	m.becomeMaster(m.coldWhy)
+}
+
+// masterResigned: the master followed gives the network up (a reference
+// whose claim ended: TellResign). Its slaves would otherwise have no
+// master, and no corrections, until their election timers ran out (6 to
+// 15 minutes with BSD's). Each that may be master draws a delay from the
+// cold start's range for k = the master's slave count (at least 1), and
+// becomes master when it runs out with still no master: of k draws the
+// first falls at about ColdStartDelay, and the others follow its MASTERUP
+// (which cancels their draws, as does an ELECTION they ACCEPT). Only from
+// the master followed, by address: anyone else's is ignored. With the
+// cold start off (ColdStartDelay 0, BSD) the election timer decides.
+func (m *Machine) masterResigned(e ResignHeard) {
+	if m.state != Slave || !m.haveMaster || e.From != m.master.Addr {
+		return
+	}
+	m.haveMaster = false
+	if m.cfg.ColdStartDelay <= 0 || !m.cfg.MayBeMaster {
+		return
+	}
+	k := time.Duration(max(1, min(e.Slaves, m.cfg.MaxSlaves)))
+	span := min(m.cfg.ColdStartDelay*k, m.cfg.ElectionMin)
+	m.coldDrawn, m.coldWhy = true, "master "+e.Name+" resigned, none took over"
+	m.setTimer(TimerColdStart, time.Duration(m.rng.Int64N(int64(span)+1)))
 }
 
 func (m *Machine) answerDelay() time.Duration {
@@ -515,6 +544,10 @@ func (m *Machine) forceElection() {
 // claims, reference.go): the machine becomes a slave with no master, its
 // slaves dropped, its election timer armed (not eligible, it then polls).
 func (m *Machine) resign(reason string) {
+	if m.state.IsMaster() {
+		// Tell the slaves, lest they wait out their election timers.
+		m.emit(TellResign{Slaves: len(m.slaves)})
+	}
 	if m.state.IsMaster() || m.state == Candidate {
 		m.become(Slave, reason)
 		m.haveMaster = false

@@ -38,7 +38,10 @@
 //     source it serves, and the answer) go out as our version-2
 //     tsp.ExtSourceReq and tsp.ExtSource, unicast; those received come
 //     back to the Host as SourceQuery and SourceAnswer on the network
-//     they came from (ext.go).
+//     they came from (ext.go). TellReference and TellResign (a
+//     reference's claim, and a master giving its network up) are
+//     broadcast as tsp.ExtReference and tsp.ExtResign; those received
+//     come back as ReferenceHeard and ResignHeard.
 //   - Ignored and CycleDetected are logged (a few lines a minute per
 //     network or source) and, with LOOPs from a second master on a network
 //     the host masters, counted: loops_detected in the status,

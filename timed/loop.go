@@ -92,6 +92,8 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.askSource(a)
 	case election.TellReference:
 		rt.tellReference(a)
+	case election.TellResign:
+		rt.tellResign(a)
 	case election.TellSource:
 		rt.tellSource(a)
 	default:

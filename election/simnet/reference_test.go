@@ -301,3 +301,49 @@ func TestReferenceGateway(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceResignPrompt: a reference master that stops claiming tells
+// its network it resigns (tsp.ExtResign). Its former slaves drop its
+// claim at once (nobody says it follows UTC via it any more), and one
+// master, not the reference, is settled within a second: far below the
+// 6 s at which the first election timer could run out, which was all
+// that ended the slaves' wait before. Then nobody changes state for five
+// rounds: the draw made one master, and nobody flaps. With BSD peers,
+// which drop the resignation, a network of them waits for an election
+// timer as before.
+func TestReferenceResignPrompt(t *testing.T) {
+	const bound = time.Second
+	for seed := uint64(1); seed <= 20; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			n, c := stable(t, seed, 6, nil)
+			r := n.Add(refCfg("z-ref"))
+			n.SetReference(r, claim(5*time.Millisecond))
+			n.Start(r)
+			settleOn(t, n, c, r, "reference")
+			n.Run(r.Cfg.SyncInterval)
+			if min := n.Nodes[0].Cfg.ElectionMin; bound >= min {
+				t.Fatalf("bound %v not below the election timer's %v", bound, min)
+			}
+			n.SetReference(r, election.SetReference{MaxError: 200 * time.Millisecond})
+			n.Run(50 * time.Millisecond) // the resignation's transit
+			for _, nd := range n.Nodes {
+				if nd == r || !nd.Up {
+					continue
+				}
+				if _, ok := nd.H.ReferenceOf(0, r.Addr); ok {
+					t.Fatalf("%s still holds the claim of the resigned reference", nd.Name)
+				}
+			}
+			start := n.S.Now()
+			if !n.RunUntil(bound, func() bool { ms := n.Masters(); return n.Settled() && len(ms) == 1 && ms[0] != r }) {
+				t.Fatalf("no other master settled %v after the step-down\n%s", bound, joinLines(n.Status()))
+			}
+			checkOK(t, c)
+			t.Logf("settled on %s %v after the resignation", master(t, n).Name, n.S.Now().Sub(start)+50*time.Millisecond)
+			stays(t, n, c, master(t, n), 5)
+			if n.Stats.DeliveredExt[tsp.ExtResign] == 0 {
+				t.Error("no resignation was delivered")
+			}
+		})
+	}
+}

@@ -594,6 +594,27 @@ func (n *Net) apply(nd *Node, net int, a election.Action) {
 				return election.ReferenceHeard{From: from, Name: name, MaxError: a.MaxError}
 			})
 		}
+	case election.TellResign:
+		n.Stats.SentExt[tsp.ExtResign]++
+		n.tracef("%s > * %v %d", who, tsp.ExtResign, a.Slaves)
+		if nd.NoExt {
+			return
+		}
+		for _, dst := range n.Networks[nd.Nets[net]].Members {
+			if dst == nd {
+				continue
+			}
+			name := nd.Name
+			n.carry(nd, net, dst, func() bool {
+				if dst.NoExt {
+					return false
+				}
+				n.Stats.DeliveredExt[tsp.ExtResign]++
+				return true
+			}, func(from netip.AddrPort) election.Event {
+				return election.ResignHeard{From: from, Name: name, Slaves: a.Slaves}
+			})
+		}
 	case election.TellSource:
 		n.sendExt(nd, net, a.To, tsp.ExtSource, fmt.Sprintf(" %s %d", a.Source, a.Hops), func(from netip.AddrPort) election.Event {
 			return election.SourceAnswer{From: from, Seq: a.Seq, Source: a.Source, Hops: a.Hops}
