@@ -574,47 +574,13 @@ func (n *Net) apply(nd *Node, net int, a election.Action) {
 			return election.SourceQuery{From: from, Seq: a.Seq}
 		})
 	case election.TellReference:
-		n.Stats.SentExt[tsp.ExtReference]++
-		n.tracef("%s > * %v %v", who, tsp.ExtReference, a.MaxError)
-		if nd.NoExt {
-			return
-		}
-		for _, dst := range n.Networks[nd.Nets[net]].Members {
-			if dst == nd {
-				continue
-			}
-			name := nd.Name
-			n.carry(nd, net, dst, func() bool {
-				if dst.NoExt {
-					return false
-				}
-				n.Stats.DeliveredExt[tsp.ExtReference]++
-				return true
-			}, func(from netip.AddrPort) election.Event {
-				return election.ReferenceHeard{From: from, Name: name, MaxError: a.MaxError}
-			})
-		}
+		n.broadcastExt(nd, net, tsp.ExtReference, fmt.Sprint(" ", a.MaxError), func(from netip.AddrPort) election.Event {
+			return election.ReferenceHeard{From: from, Name: nd.Name, MaxError: a.MaxError}
+		})
 	case election.TellResign:
-		n.Stats.SentExt[tsp.ExtResign]++
-		n.tracef("%s > * %v %d", who, tsp.ExtResign, a.Slaves)
-		if nd.NoExt {
-			return
-		}
-		for _, dst := range n.Networks[nd.Nets[net]].Members {
-			if dst == nd {
-				continue
-			}
-			name := nd.Name
-			n.carry(nd, net, dst, func() bool {
-				if dst.NoExt {
-					return false
-				}
-				n.Stats.DeliveredExt[tsp.ExtResign]++
-				return true
-			}, func(from netip.AddrPort) election.Event {
-				return election.ResignHeard{From: from, Name: name, Slaves: a.Slaves}
-			})
-		}
+		n.broadcastExt(nd, net, tsp.ExtResign, fmt.Sprint(" ", a.Slaves), func(from netip.AddrPort) election.Event {
+			return election.ResignHeard{From: from, Name: nd.Name, Slaves: a.Slaves}
+		})
 	case election.TellSource:
 		n.sendExt(nd, net, a.To, tsp.ExtSource, fmt.Sprintf(" %s %d", a.Source, a.Hops), func(from netip.AddrPort) election.Event {
 			return election.SourceAnswer{From: from, Seq: a.Seq, Source: a.Source, Hops: a.Hops}
@@ -711,6 +677,28 @@ func (n *Net) sendExt(nd *Node, net int, to netip.AddrPort, k tsp.ExtKind, detai
 		n.Stats.DeliveredExt[k]++
 		return true
 	}, ev)
+}
+
+// broadcastExt broadcasts an extension of kind k from nd on its network
+// net: every other member that speaks version 2 gets ev.
+func (n *Net) broadcastExt(nd *Node, net int, k tsp.ExtKind, detail string, ev func(from netip.AddrPort) election.Event) {
+	n.Stats.SentExt[k]++
+	n.tracef("%s > * %v%s", n.label(nd, net), k, detail)
+	if nd.NoExt {
+		return
+	}
+	for _, dst := range n.Networks[nd.Nets[net]].Members {
+		if dst == nd {
+			continue
+		}
+		n.carry(nd, net, dst, func() bool {
+			if dst.NoExt {
+				return false
+			}
+			n.Stats.DeliveredExt[k]++
+			return true
+		}, ev)
+	}
 }
 
 // transmit puts one datagram on the link from src (its network net) to
