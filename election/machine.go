@@ -1249,9 +1249,9 @@ func (m *Machine) resolve() {
 // master that was told to QUIT leaves slaves behind, and MASTERUP
 // collects them (BSD). When no other master answered there are none to
 // collect, and a MASTERUP would only make every slave announce itself
-// again and be stepped with SETTIME instead of slewed at the next round:
-// a CONFLICT that names no real master, such as an outsider's forgery,
-// must not buy that.
+// again and be set anew at the next round (SETTIME, unless measured near:
+// Correction.Near): a CONFLICT that names no real master, such as an
+// outsider's forgery, must not buy that.
 func (m *Machine) endConflict() {
 	if len(m.quitSent) > 0 {
 		m.becomeMaster("conflict resolved")
