@@ -120,8 +120,9 @@ type Config struct {
 	// daemon, answered at once with SETTIME (BSD newslave); earlier ones
 	// are the MASTERUP's answers, set at the first round (3 s), or
 	// adjusted there if measured near (Correction.Near). A late one from
-	// a slave listed before the MASTERUP (it accepted the candidacy) is a
-	// late answer: a round brought forward measures it.
+	// a slave listed before the MASTERUP and not set since (it accepted
+	// the candidacy) is a late answer: a round brought forward measures
+	// it.
 	SetTimeGuard time.Duration
 
 	// AnswerDelay bounds the random delay (BSD delay1, up to 100 ms) before

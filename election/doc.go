@@ -365,8 +365,9 @@
 //     every slave) that the round measured near the network time
 //     (Correction.Near) is sent the measured ADJTIME, not SETTIME, whose
 //     time carries no transit-delay correction; and a SLAVEUP later than
-//     SetTimeGuard from a slave listed before the MASTERUP (it accepted
-//     the candidacy) brings a round forward instead of a SETTIME at once.
+//     SetTimeGuard from a slave listed before the MASTERUP and not set
+//     since (it accepted the candidacy) brings a round forward instead of
+//     a SETTIME at once.
 //     FreeBSD sets every new slave (need_set), which moved synchronised
 //     slaves by the transit delay at each master change.
 //   - ELECTION, ACCEPT, REFUSE, QUIT and CONFLICT are acted upon once per

@@ -1053,7 +1053,8 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		// A BSD slave asking for timedc msite (BSD masterack).
 		m.reply(tsp.Ack, p, peer.Addr)
 	case tsp.SlaveUp:
-		known := m.slaves[peer.Name] != nil && !m.slaves[peer.Name].listedAt.After(m.masterUpAt)
+		old := m.slaves[peer.Name]
+		late := old != nil && old.needSet && !old.listedAt.After(m.masterUpAt)
 		s := m.addSlave(p, peer)
 		if s == nil {
 			return
@@ -1062,16 +1063,17 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		switch {
 		case m.now.Sub(m.masterUpAt) < m.cfg.SetTimeGuard:
 			// An answer to MASTERUP: set at the first round.
-		case known:
-			// A slave listed before our MASTERUP (it accepted our
-			// candidacy, or followed us before a conflict's MASTERUP)
-			// answering it late: it is most likely synchronised, and a
+		case late:
+			// A slave listed before our MASTERUP and not set since (it
+			// accepted our candidacy) answering it late: it followed the
+			// master before us and is most likely synchronised, and a
 			// SETTIME, uncorrected for the transit delay, would step it
 			// by that delay. An early round measures it, and sends it
 			// ADJTIME if it is near (Correction.Near).
 			m.syncWithin(m.joinOrFirstSync())
 		default:
-			// A new daemon: BSD's newslave sets it at once.
+			// A new daemon, or one that restarted: BSD's newslave sets
+			// it at once.
 			m.setTime(s, 0)
 			m.syncSoon()
 		}

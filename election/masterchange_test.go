@@ -90,7 +90,8 @@ func TestNearNewSlaveAdjusted(t *testing.T) {
 // slow VM). It is not stepped by a SETTIME at once: an early round,
 // within FirstSync (or JoinSync), measures it. A daemon the master never
 // listed before its MASTERUP is new and is still set at once, as by BSD's
-// newslave.
+// newslave, and so is a slave set since that announces itself anew (it
+// restarted).
 func TestLateSlaveUpOfAccepter(t *testing.T) {
 	for _, join := range []time.Duration{0, time.Second} {
 		cfg := DefaultConfig("a")
@@ -117,11 +118,18 @@ func TestLateSlaveUpOfAccepter(t *testing.T) {
 		if got := sentTo(acts, 2); !slices.Equal(got, []tsp.Type{tsp.AdjTime}) {
 			t.Fatalf("JoinSync %v: its round sent %v, want ADJTIME", join, got)
 		}
+		h.recv(tsp.Ack, sends(acts)[0].Packet.Seq, "s", addr(2)) // s is set now
 
 		// A new daemon, after the guard: SETTIME at once (BSD).
 		acts = h.recv(tsp.SlaveUp, 1, "new", addr(3))
 		if got := sentTo(acts, 3); !slices.Equal(got, []tsp.Type{tsp.SetTime}) {
 			t.Fatalf("JoinSync %v: new daemon's SLAVEUP answered with %v, want SETTIME", join, got)
+		}
+		// The accepter, set since, restarts: SETTIME at once (BSD), as
+		// to any daemon that announces itself anew.
+		acts = h.recv(tsp.SlaveUp, 2, "s", addr(2))
+		if got := sentTo(acts, 2); !slices.Equal(got, []tsp.Type{tsp.SetTime}) {
+			t.Fatalf("JoinSync %v: restarted slave's SLAVEUP answered with %v, want SETTIME", join, got)
 		}
 	}
 }
