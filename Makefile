@@ -248,7 +248,7 @@ bench-net: build
 
 ## bench-defaults: issue 20's figures in virtual time (simsync's
 ## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the
-## fast profile and BSD-equivalent settings, N = 5, 20, 50, 30 simulated
+## fast profile and BSD-equivalent settings, N = 5, 20, 50, 150, 60 simulated
 ## minutes of clocks wandering as typical crystals
 bench-defaults:
 	$(GO) test -run '^$$' -bench '^BenchmarkDefaults$$' -benchtime 1x ./clocksync/simsync | sed -n 's/^ *simsync_bench_test.go:[0-9]*: //p'

@@ -14,7 +14,8 @@ func near(t *testing.T, what string, got, want, tol float64) {
 }
 
 func TestDisciplineEstimates(t *testing.T) {
-	d := NewDiscipline(DisciplineConfig{})
+	// A very stable oscillator: the mean's horizon stays the 32 min.
+	d := NewDiscipline(DisciplineConfig{Stability: 1e-6})
 	at := t0
 	// First correction: reference only.
 	if _, ok := d.Observe(at, 3*ms); ok {
@@ -146,4 +147,29 @@ func TestDisciplineInitial(t *testing.T) {
 	if f := NewDiscipline(DisciplineConfig{InitialPPM: 900}).Frequency(); f != 0 {
 		t.Fatalf("out-of-range initial kept: %v", f)
 	}
+}
+
+// Once the corrections show little noise, the mean forgets faster: over
+// 240 s rounds with corrections within a microsecond, the horizon tends
+// to (4 µs / b)^(2/3) = 104 s for the default stability (b = 0.12
+// ppm/√1000 s), shorter than a round, so a new rate is taken whole (up to the wander
+// clamp, 4 ppm in 240 s), where the 32 min horizon took 1/8 of it.
+func TestDisciplineHorizonShortens(t *testing.T) {
+	d := NewDiscipline(DisciplineConfig{})
+	at := t0
+	d.Reset(at, 0)
+	if h := d.horizon(); h != DefaultHorizon.Seconds() {
+		t.Fatalf("horizon %v s before any noise is learnt, want the 32 min", h)
+	}
+	for range 20 {
+		at = at.Add(240 * time.Second)
+		d.Observe(at, 0)
+	}
+	if h := d.horizon(); h < 100 || h > 240 {
+		t.Fatalf("horizon %v s after 20 quiet rounds, want about 104 s, under a round", h)
+	}
+	before := d.Frequency()
+	at = at.Add(240 * time.Second)
+	f, _ := d.Observe(at, 240*time.Microsecond) // +1 ppm residual
+	near(t, "move", f-before, 1, 0.01)
 }

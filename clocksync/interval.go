@@ -15,22 +15,25 @@ import (
 // add tens of µs. chrony instead starts with a burst of short polls
 // (iburst) and then adapts its poll interval to the clock's stability.
 // IntervalController does that for a master's rounds: it starts at the
-// floor, lengthens the interval (doubling, up to the ceiling, the
+// floor, lengthens the interval (at most doubling, up to the ceiling, the
 // sync-interval) while the error it predicts for the next interval stays
 // within the target, and shortens it when the corrections grow.
 //
 // A slave's correction c after an interval T is what its clock drifted
 // from network time in T (its residual frequency error, times T, plus
 // the wander of its frequency) plus the error of the measurements (noise,
-// which does not grow with T). The controller takes the largest
-// correction of each round, m. At the floor, where the drift adds least,
+// which does not grow with T). The controller takes the spread of each
+// round's corrections, m (the largest less the smallest: what the clocks'
+// spread was before them; a correction common to all, the network time
+// moving every clock, leaves them together). At the floor, where the drift adds least,
 // the mean μ and standard deviation σ of m are the noise; over longer
 // rounds, m − μ is the part that grows with the interval, fitted as
 // b·T^1.5 (faster than linearly: a random walk of the frequency makes the
 // error grow as T^1.5). The budget is the target less the noise (at least
 // half the target, and at least half the noise: drift below that is lost
-// in it). The controller doubles the interval while b·(2T)^1.5 stays
-// within 70 % of the budget; it shortens it, in proportion, when a
+// in it). The controller lengthens the interval to where b·T^1.5 is 70 %
+// of the budget (at most doubling it, and not for less than a quarter);
+// it shortens it, in proportion, when a
 // round's m − μ exceeds the budget by more than 2σ; a new slave (one the
 // last rounds did not have, or one sent SETTIME) or a jump (a correction
 // beyond max(1 ms, 50 × target)) sends it back to the floor, where it
@@ -202,6 +205,7 @@ func (c *IntervalController) Round(since time.Duration, corrections []HostCorrec
 		since = c.cur
 	}
 	var m time.Duration
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
 	var joined, jumped string
 	var isNew bool
 	for _, h := range corrections {
@@ -214,8 +218,11 @@ func (c *IntervalController) Round(since time.Duration, corrections []HostCorrec
 		}
 		c.seen[h.Host] = c.round
 		if !h.New {
-			m = max(m, abs)
+			lo, hi = min(lo, h.Correction), max(hi, h.Correction)
 		}
+	}
+	if hi >= lo {
+		m = hi - lo
 	}
 	for h, last := range c.seen {
 		if last < c.round-intervalHistory {
@@ -272,11 +279,19 @@ func (c *IntervalController) Round(since time.Duration, corrections []HostCorrec
 		d.Change, d.Reason = "hold", "at the ceiling"
 	case len(c.atFloor) < 2:
 		d.Change, d.Reason = "hold", "measuring the noise at the floor"
-	case predict(2*c.cur) <= budget*7/10:
-		c.cur = min(2*c.cur, c.cfg.Ceiling)
+	case predict(c.cur*5/4) <= budget*7/10:
+		// To the interval over which the fit predicts 70 % of the
+		// budget, at most twice the last; a step of less than a quarter
+		// is not worth a change.
+		next := 2 * c.cur
+		if rate > 0 {
+			fit := time.Duration(math.Pow(0.7*float64(budget)/rate, 2.0/3) * float64(time.Second)).Round(time.Second)
+			next = min(max(fit, c.cur*5/4), next)
+		}
+		c.cur = min(next, c.cfg.Ceiling)
 		d.Change, d.Reason = "lengthen", fmt.Sprintf("error %v predicted over %v, within the budget %v", predict(c.cur), c.cur, budget)
 	default:
-		d.Change, d.Reason = "hold", fmt.Sprintf("error %v predicted over %v, budget %v", predict(2*c.cur), 2*c.cur, budget)
+		d.Change, d.Reason = "hold", fmt.Sprintf("error %v predicted over %v, budget %v", predict(c.cur*5/4), c.cur*5/4, budget)
 	}
 	d.Next, d.Predicted = c.cur, predict(c.cur)
 	return d

@@ -221,3 +221,53 @@ func TestIntervalControllerSettlesBelowCeiling(t *testing.T) {
 		}
 	}
 }
+
+// The controller judges the spread of a round's corrections (largest
+// minus smallest), which is what the clocks' spread was before it: a
+// correction common to every host (the network time moved them all)
+// leaves the clocks together and does not shorten the rounds, where the
+// same size split between two directions does.
+func TestIntervalControllerSpreadOfCorrections(t *testing.T) {
+	hosts := []string{"a", "b", "c", ""}
+	quiet := network{hosts: hosts, noise: 3 * time.Microsecond, resid: 0.01}
+	all := func(c func(i int) time.Duration) []HostCorrection {
+		out := make([]HostCorrection, len(hosts))
+		for i, h := range hosts {
+			out[i] = HostCorrection{Host: h, Correction: c(i)}
+		}
+		return out
+	}
+	common := settled(t, testInterval, quiet).Round(240*time.Second, all(func(int) time.Duration { return 30 * time.Microsecond }))
+	if common.Next != 240*time.Second || common.Change != "hold" {
+		t.Fatalf("every host corrected by the same 30 µs: %+v, want to hold the ceiling", common)
+	}
+	split := settled(t, testInterval, quiet).Round(240*time.Second, all(func(i int) time.Duration {
+		return time.Duration(1-2*(i%2)) * 15 * time.Microsecond
+	}))
+	if split.Change != "shorten" || split.Next >= 240*time.Second {
+		t.Fatalf("hosts corrected by ±15 µs (30 µs apart): %+v, want shorter rounds", split)
+	}
+}
+
+// Lengthening goes to the interval over which the fit predicts 70 % of
+// the budget, at most twice the last: a network whose residual error
+// allows more than 128 s but not 240 s settles in between, rather than
+// holding at 128 s, and never goes where the fit predicts beyond the
+// budget.
+func TestIntervalControllerLengthensToFit(t *testing.T) {
+	c := NewIntervalController(testInterval)
+	drifting := network{hosts: []string{"a", "b", "c"}, noise: 2 * time.Microsecond, resid: 0.04}
+	var got []time.Duration
+	for range 30 {
+		since := c.Interval()
+		d := c.Round(since, drifting.round(since))
+		got = append(got, d.Next)
+		if d.Change == "lengthen" && d.Predicted > testInterval.Target*7/10 {
+			t.Fatalf("lengthened to %v where %v is predicted: %+v", d.Next, d.Predicted, d)
+		}
+	}
+	last := got[len(got)-1]
+	if last <= 128*time.Second || last >= 240*time.Second {
+		t.Fatalf("intervals %v: want to settle between 128 s and 240 s", got)
+	}
+}

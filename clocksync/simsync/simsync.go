@@ -78,11 +78,13 @@ type Config struct {
 	DelayMax time.Duration // (150 µs)
 	Loss     float64       // per-datagram loss probability (default 0.01; <0 for none)
 	// Replies is the number of probe replies wanted per slave: BSD
-	// settings and FixedCount take exactly this many (default 12); ours
-	// take between clocksync.DefaultMinReplies and DefaultMaxReplies,
-	// stopping once the minimum RTT has settled (clocksync.SampleSet).
+	// settings and FixedCount take exactly this many (default 5 for BSD,
+	// its measure()'s MSGS, and 12 for FixedCount, this daemon's count
+	// before the adaptive one); ours take between
+	// clocksync.DefaultMinReplies and DefaultMaxReplies, stopping once
+	// the minimum RTT has settled (clocksync.SampleSet).
 	Replies int
-	Trials  int // probes sent at most (default 2 × Replies)
+	Trials  int // probes sent at most (default 2 × Replies: BSD's TRIALS, 10)
 	// FixedCount makes ours measure as before the adaptive count:
 	// Replies replies, the minimum-RTT sample alone. For comparisons.
 	FixedCount bool
@@ -187,8 +189,12 @@ func (c Config) withDefaults() Config {
 		c.Loss = 0
 	}
 	if c.Replies <= 0 {
-		c.Replies = 12
-		if !c.BSD && !c.FixedCount {
+		switch {
+		case c.BSD:
+			c.Replies = bsdReplies
+		case c.FixedCount:
+			c.Replies = 12
+		default:
 			c.Replies = clocksync.DefaultMaxReplies
 		}
 	}
@@ -283,6 +289,11 @@ type Result struct {
 }
 
 const (
+	// bsdReplies is the replies BSD's measure() waits for (MSGS, of at
+	// most TRIALS = 10 ICMP timestamp requests): 5 request/reply pairs,
+	// the ADJTIME and its ACK make BSD's 12 packets per slave a round, 3
+	// a minute at 240 s.
+	bsdReplies    = 5
 	probeSpacing  = time.Millisecond       // between probes to one slave
 	measureWindow = 100 * time.Millisecond // per-round deadline
 	ackWait       = 200 * time.Millisecond // acksend's first wait
@@ -387,7 +398,7 @@ func Run(cfg Config) (Result, error) {
 		sm.rtt = clocksync.NewRTTHistory(0)
 	}
 	if cfg.adaptive() {
-		sm.ctl = clocksync.NewIntervalController(clocksync.IntervalConfig{Floor: cfg.Floor, Ceiling: cfg.Interval, Target: cfg.Target})
+		sm.ctl = sm.newController()
 	}
 	sm.res.Intervals = map[time.Duration]int{}
 	sm.lateFrom = vtime.Epoch.Add(cfg.Duration / 3)
@@ -415,12 +426,17 @@ func (sm *sim) crash() {
 			sm.rtt = clocksync.NewRTTHistory(0)
 		}
 		if sm.ctl != nil {
-			sm.ctl = clocksync.NewIntervalController(clocksync.IntervalConfig{Floor: sm.cfg.Floor, Ceiling: sm.cfg.Interval, Target: sm.cfg.Target})
+			sm.ctl = sm.newController()
 		}
 		sm.roundAt = time.Time{}
 		sm.gen++
 		sm.s.After(firstRound, sm.roundOf(sm.gen))
 	})
+}
+
+// newController is a master's interval controller for adaptive rounds.
+func (sm *sim) newController() *clocksync.IntervalController {
+	return clocksync.NewIntervalController(clocksync.IntervalConfig{Floor: sm.cfg.Floor, Ceiling: sm.cfg.Interval, Target: sm.cfg.Target})
 }
 
 // roundOf is a round of mastership gen: nothing once that master died.
@@ -601,10 +617,30 @@ func (sm *sim) probe(i, k int, samples []*clocksync.SampleSet, sent []int) {
 			if err != nil || pl.T1 != t1.UnixNano() {
 				return
 			}
-			samples[i].Add(clocksync.Sample{T1: t1, T2: time.Unix(0, pl.T2), T3: time.Unix(0, pl.T3), T4: t4})
+			x := clocksync.Sample{T1: t1, T2: time.Unix(0, pl.T2), T3: time.Unix(0, pl.T3), T4: t4, KernelT1: sm.kernelStamps()}
+			if x.KernelT1 {
+				// As the daemon's ProbeClient: a reply carries the kernel's
+				// send stamp of the slave's previous one.
+				set := samples[i]
+				if k := len(set.Samples()) - 1; k >= 0 {
+					prev := set.Samples()[k]
+					prev.KernelT3 = true
+					set.Update(k, prev)
+				}
+			}
+			samples[i].Add(x)
 		})
 	})
 	sm.s.After(probeSpacing, func() { sm.probe(i, k+1, samples, sent) })
+}
+
+// kernelStamps: our probes' samples are stamped as the kernel stamps
+// them on Linux (KernelT1, and KernelT3 once the next reply brings it),
+// which lets a path at its floor stop at two replies. Not where the
+// configuration delays datagrams after their stamps were read (Sched,
+// Noisy): that models stamps read in user space.
+func (sm *sim) kernelStamps() bool {
+	return !sm.fixed() && sm.cfg.Sched.Prob <= 0 && sm.cfg.Noisy.Prob <= 0
 }
 
 // fixed: the replies are a fixed count and the minimum-RTT sample alone

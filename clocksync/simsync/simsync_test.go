@@ -190,12 +190,12 @@ func TestNoFrequencyRunaway(t *testing.T) {
 	}
 }
 
-// The adaptive probe count: about three probes and three replies per
-// slave, plus ADJTIME and ACK (and the retries 1 % loss costs), where the
-// fixed count of 12 replies costs 26. (The simulator's stamps are taken
-// as user space takes them, so the stop at two replies, which needs
-// kernel stamps, never applies here.) The accuracy of both is
-// BenchmarkSync's figure; the convergence bound holds for both.
+// The adaptive probe count: two or three probes and replies per slave
+// (the stop at two replies, once a kernel-stamped sample is at the
+// path's floor, applies where the delays let one be), plus ADJTIME and
+// ACK (and the retries 1 % loss costs), where the fixed count of 12
+// replies costs 26. The accuracy of both is BenchmarkSync's figure; the
+// convergence bound holds for both.
 func TestAdaptivePackets(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		cfg := Config{N: 10, Seed: seed, Duration: time.Hour}
@@ -209,7 +209,7 @@ func TestAdaptivePackets(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("seed %d: %.2f packets per slave per round adaptive, %.2f fixed", seed, ours.PerSlaveRound, fixed.PerSlaveRound)
-		if ours.PerSlaveRound < 8 || ours.PerSlaveRound > 9 || fixed.PerSlaveRound < 26 {
+		if ours.PerSlaveRound < 6 || ours.PerSlaveRound > 9 || fixed.PerSlaveRound < 26 {
 			t.Errorf("seed %d: %.2f packets per slave per round adaptive, %.2f fixed", seed, ours.PerSlaveRound, fixed.PerSlaveRound)
 		}
 		for _, r := range []Result{ours, fixed} {
@@ -354,5 +354,41 @@ func TestMasterCrash(t *testing.T) {
 				t.Errorf("%s: with SETTIME to the new master's slaves max %v, %d SETTIMEs: the scenario does not bite", name, old.MaxAfterCrash, old.SetsAfterCrash)
 			}
 		}
+	}
+}
+
+// The defaults on the jittery network (one-way delays 50–150 µs, whose
+// asymmetry no measurement can see), 20 wandering clocks for an hour, as
+// BenchmarkDefaults' "jittery" row (virtual time, one seed: the run is
+// the same every time): the adaptive rounds never go below the floor, the
+// spread stays under 1 ms from the first round and within the loop's
+// derived bound once steady, and the packets stay within BSD's budget (3
+// per slave a minute once steady, twice that over the hour).
+func TestDefaultsJittery(t *testing.T) {
+	cfg := Config{N: 20, Seed: 1, Duration: time.Hour, Interval: 240 * time.Second, Floor: clocksync.DefaultIntervalFloor,
+		Target: clocksync.DefaultIntervalTarget, MaxOffset: 500 * time.Millisecond, MaxDriftPPM: 43,
+		Osc: clocksync.TypicalOscillator(1), SkipRounds: 1, DelayMin: 50 * time.Microsecond, DelayMax: 150 * time.Microsecond}
+	r, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("<1 ms from %v, p95 late %v, max late %v, %.2f packets/slave/min (late %.2f), rounds %v",
+		r.ConvergedAt, r.P95Late, r.MaxLate, r.PerSlaveMinute, r.PerSlaveMinuteLate, r.Intervals)
+	for iv := range r.Intervals {
+		if iv < clocksync.DefaultIntervalFloor || iv > cfg.Interval {
+			t.Errorf("a round of %v, outside [%v, %v]: %v", iv, clocksync.DefaultIntervalFloor, cfg.Interval, r.Intervals)
+		}
+	}
+	if r.Converged < 0 || r.ConvergedAt > 10*time.Second {
+		t.Errorf("spread under 1 ms for good only from %v (converged %d), want within 10 s", r.ConvergedAt, r.Converged)
+	}
+	if b := convergenceBound(cfg); r.MaxLate > b {
+		t.Errorf("steady spread up to %v, beyond the derived bound %v", r.MaxLate, b)
+	}
+	if r.PerSlaveMinuteLate > 3 || r.PerSlaveMinute > 6 {
+		t.Errorf("%.2f packets per slave a minute once steady (BSD 3), %.2f over the hour (twice BSD: 6)", r.PerSlaveMinuteLate, r.PerSlaveMinute)
+	}
+	if r.Lost != 0 || r.Refused != 0 {
+		t.Errorf("%d corrections lost, %d refused", r.Lost, r.Refused)
 	}
 }
