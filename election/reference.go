@@ -45,9 +45,10 @@ import (
 // out becoming master (Machine.masterResigned); the others follow its
 // MASTERUP, or another reference's. BSD's daemons drop the resignation:
 // they follow the new master's MASTERUP, or, with no daemon of ours to
-// take over, elect one when their election timers run out. A reference's machine never takes a
-// correction into account in this package's sense: the runtime ignores
-// AdjustClock and SetClock, its clock being another program's.
+// take over, elect one when their election timers run out. A
+// reference's machine never takes a correction into account in this
+// package's sense: the runtime ignores AdjustClock and SetClock, its
+// clock being another program's.
 //
 // BSD's daemons, and ours with --bsd-compat, drop version 2 unread: they
 // see an ordinary master, whose MASTERUP and QUIT they take as any
