@@ -35,6 +35,20 @@ var ErrBeyondMaxStep = errors.New("correction beyond max-step refused")
 type CorrectOptions struct {
 	StepThreshold time.Duration // default DefaultStepThreshold
 	Rounding      time.Duration // ADJTIME granularity; default FineRounding (BSD: BSDRounding)
+	// AdjustNewBelow: a slave still to be set (needSet: new to this
+	// master, as every slave is after a master change) whose measured
+	// correction is below it gets ADJTIME like any other. SETTIME
+	// carries the master's time uncorrected for the transit delay, so it
+	// moves an already synchronised slave by that delay, and the slave's
+	// Applier restarts its frequency estimate on it; the measured ADJTIME
+	// is as exact as the round and keeps the estimate. Ours: the slaves'
+	// slewing range (the daemon's local step threshold), so that a slave
+	// just started, seconds off, is still set (its first measurement,
+	// with no round-trip history to judge it by, may be worse than a
+	// SETTIME). A BSD slave slews a SETTIME below 20 s as it slews an
+	// ADJTIME: BSD's far-off slaves still get SETTIME. 0: BSD's need_set,
+	// SETTIME whatever the measurement.
+	AdjustNewBelow time.Duration
 }
 
 func (o CorrectOptions) withDefaults() CorrectOptions {
@@ -81,9 +95,10 @@ func (c Correction) PacketAfter(seq uint16, name string, elapsed time.Duration) 
 
 // PlanCorrection is BSD's correct() for one slave: network is the network
 // time as an offset from the master (NetworkTime), slave the slave's
-// measured offset from the master. A new slave (needSet) or a correction at
-// or above the step threshold gets SETTIME carrying masterNow + network;
-// otherwise ADJTIME carrying network − slave, rounded.
+// measured offset from the master. A new slave (needSet, unless nearer
+// than opt.AdjustNewBelow) or a correction at or above the step threshold gets
+// SETTIME carrying masterNow + network; otherwise ADJTIME carrying
+// network − slave, rounded.
 func PlanCorrection(network, slave time.Duration, needSet bool, masterNow time.Time, opt CorrectOptions) Correction {
 	return PlanJustified(network, slave, 0, needSet, masterNow, opt)
 }
@@ -95,7 +110,7 @@ func PlanCorrection(network, slave time.Duration, needSet bool, masterNow time.T
 func PlanJustified(network, slave, excess time.Duration, needSet bool, masterNow time.Time, opt CorrectOptions) Correction {
 	opt = opt.withDefaults()
 	corr := Justify(addSat(network, -max(slave, -maxDuration)), excess)
-	if needSet || absDur(corr) >= opt.StepThreshold {
+	if needSet && absDur(corr) >= opt.AdjustNewBelow || absDur(corr) >= opt.StepThreshold {
 		return Correction{Type: tsp.SetTime, SetTo: masterNow.Add(network)}
 	}
 	return Correction{Type: tsp.AdjTime, Adjust: RoundCorrection(corr, opt.Rounding)}

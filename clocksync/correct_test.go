@@ -29,6 +29,12 @@ func TestPlanCorrection(t *testing.T) {
 		{"at threshold", 0, 20 * time.Second, false, CorrectOptions{}, tsp.SetTime, 0},
 		{"negative at threshold", 0, -20 * time.Second, false, CorrectOptions{}, tsp.SetTime, 0},
 		{"new slave", 0, 0, true, CorrectOptions{}, tsp.SetTime, 0},
+		// A master change: every slave is new to the new master, and one
+		// already synchronised is adjusted by what it measured, not set.
+		{"new slave near", 3 * ms, 2 * ms, true, CorrectOptions{AdjustNewBelow: 100 * ms}, tsp.AdjTime, ms},
+		{"new slave just near", 0, 100*ms - time.Microsecond, true, CorrectOptions{AdjustNewBelow: 100 * ms}, tsp.AdjTime, -(100*ms - time.Microsecond)},
+		{"new slave not near", 0, -100 * ms, true, CorrectOptions{AdjustNewBelow: 100 * ms}, tsp.SetTime, 0},
+		{"new slave far off", 0, 20 * time.Second, true, CorrectOptions{AdjustNewBelow: time.Hour}, tsp.SetTime, 0},
 		{"custom threshold", 0, 2 * time.Second, false, CorrectOptions{StepThreshold: time.Second}, tsp.SetTime, 0},
 	}
 	for _, c := range cases {

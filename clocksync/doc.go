@@ -77,8 +77,13 @@
 //
 // PlanCorrection is BSD's correct(): ADJTIME(network − slave) for known
 // slaves, SETTIME(master's now + network) for new slaves and for corrections
-// at or above the step threshold (20 s). Two changes, both optional:
+// at or above the step threshold (20 s). Three changes, all optional:
 //
+//   - New slaves near the network time (CorrectOptions.AdjustNewBelow, the
+//     slaves' slewing range) get the measured ADJTIME: after a master
+//     change every slave is new to the new master, and a SETTIME, whose
+//     time is uncorrected for the transit delay, moved them all by it and
+//     restarted their frequency estimates (simsync's TestMasterCrash).
 //   - Rounding: BSD rounds ADJTIME to 5 ms (mstotvround); ours keeps the
 //     microsecond TSP carries (CorrectOptions.Rounding).
 //   - Retries: BSD's acksend re-sends the same SETTIME bytes, so a copy sent

@@ -193,7 +193,7 @@ var durationKeys = []durationKey{
 	{"conflict-window", "wait for a second MASTERACK at start-up (BSD 300ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Election.ConflictWindow }},
 	{"no-master-wait", "wait in No Master before becoming master (3s)", time.Millisecond, time.Hour, func(c *Config) *time.Duration { return &c.Election.NoMasterWait }},
 	{"cold-start-delay", "cold start: a daemon that sees others start and no master becomes master after a random wait, up to this per daemon seen; 0: off, as BSD (100ms)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.ColdStartDelay }},
-	{"settime-guard", "a SLAVEUP this long after MASTERUP is answered with SETTIME at once (BSD 3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.SetTimeGuard }},
+	{"settime-guard", "a SLAVEUP this long after MASTERUP is answered with SETTIME at once, unless from a slave that accepted the election and is not set yet: a round brought forward measures it (BSD 3s)", 0, time.Hour, func(c *Config) *time.Duration { return &c.Election.SetTimeGuard }},
 	{"answer-delay", "upper bound of the random delay before answering a broadcast (BSD 100ms); widened per network to 50µs per host it may hold, at most half candidate-wait", 0, time.Minute, func(c *Config) *time.Duration { return &c.Election.AnswerDelay }},
 	{"ack-timeout", "first retransmission delay of a reliable send; doubles for 5 copies (BSD 200ms)", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return ackTimeout(c) }},
 	{"step-threshold", "corrections at or above are steps, SETTIME (BSD 20s)", time.Millisecond, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Sync.StepThreshold }},

@@ -123,8 +123,13 @@ type Config struct {
 	ColdStartDelay time.Duration
 
 	// SetTimeGuard: a SLAVEUP that arrives at least this long after the
-	// master's MASTERUP is a new daemon, answered at once with SETTIME;
-	// earlier ones are the MASTERUP's answers, set at the first round (3 s).
+	// master's MASTERUP, from a daemon not listed before it, is a new
+	// daemon, answered at once with SETTIME (BSD newslave); earlier ones
+	// are the MASTERUP's answers, set at the first round (3 s), or
+	// adjusted there if measured near (Correction.Near). A late one from
+	// a slave listed before the MASTERUP and not set since (it accepted
+	// the candidacy) is a late answer: a round brought forward measures
+	// it.
 	SetTimeGuard time.Duration
 
 	// AnswerDelay bounds the random delay (BSD delay1, up to 100 ms) before

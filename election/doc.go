@@ -235,7 +235,10 @@
 // outranks a host that does not claim, and of two the smaller kernel
 // maxerror (by powers of two of a millisecond), then the lower name,
 // wins. It takes over a network whose master it outranks, and gives up
-// what it masters when its claim ends. reference.go has the rules;
+// what it masters when its claim ends, saying so (TellResign, our
+// tsp.ExtResign; ResignHeard): its slaves drop it and its claim at once,
+// and the eligible ones draw the cold start's delay, the first to run
+// out taking over (Machine.masterResigned). reference.go has the rules;
 // election/simnet's reference tests check preference, two references,
 // step-down and return, and peers that drop version 2, with the
 // invariants. BSD's daemons see an ordinary master.
@@ -429,6 +432,15 @@
 //     goes on (FreeBSD went to NOMASTER at once).
 //   - A new slave that found its master through MASTERREQ sends SLAVEUP to
 //     the master, unicast (FreeBSD broadcast SLAVEUP when slave() began).
+//   - A slave not set yet (new to this master: after a master change,
+//     every slave) that the round measured near the network time
+//     (Correction.Near) is sent the measured ADJTIME, not SETTIME, whose
+//     time carries no transit-delay correction; and a SLAVEUP later than
+//     SetTimeGuard from a slave listed before the MASTERUP and not set
+//     since (it accepted the candidacy) brings a round forward instead of
+//     a SETTIME at once.
+//     FreeBSD sets every new slave (need_set), which moved synchronised
+//     slaves by the transit delay at each master change.
 //   - ELECTION, ACCEPT, REFUSE, QUIT and CONFLICT are acted upon once per
 //     (type, sender, sequence number) within twice the retransmit span: a
 //     duplicated or retransmitted copy is acknowledged again but changes

@@ -84,6 +84,17 @@ type Correction struct {
 	// ADJTIME(Delta): the clock layer's call for corrections at or above
 	// its step threshold (BSD correct(): 20 s).
 	Set bool
+	// Near: the clock layer measured the slave this round near the
+	// network time, within what the slaves slew
+	// (clocksync.CorrectOptions.AdjustNewBelow). A slave the machine has
+	// not set yet (new to this master, as every slave is after a master
+	// change) then gets ADJTIME(Delta) too: SETTIME carries no
+	// transit-delay correction, so it would move an already synchronised
+	// slave by that delay (and restart its frequency estimate), where the
+	// measured ADJTIME moves it by no more than the measurement's error.
+	// Otherwise (and in ZeroResult) a slave not set yet gets SETTIME, as
+	// BSD's need_set.
+	Near bool
 }
 
 func (Start) isEvent()         {}

@@ -14,7 +14,7 @@ import (
 // TestForgedConflictChangesNothing: a CONFLICT naming no real master
 // (nobody answers the RESOLVEs) leaves the master a master with its
 // slaves, and without the MASTERUP that would make every slave announce
-// itself again and be stepped with SETTIME at the next round.
+// itself again and be set anew at the next round.
 func TestForgedConflictChangesNothing(t *testing.T) {
 	h := newHarness(t, DefaultConfig("a"))
 	h.toMaster()

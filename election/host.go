@@ -314,6 +314,8 @@ func (h *Host) Step(now time.Time, net int, ev Event) []NetAction {
 		h.referenceHeard(net, e)
 	case SpanHeard:
 		h.spanHeard(net, e)
+	case ResignHeard:
+		h.resignHeard(net, e)
 	case TimerFired:
 		if e.ID == TimerLook {
 			h.look(net)

@@ -13,11 +13,11 @@ import (
 )
 
 // A Host with one network is its Machine: for any sequence of events (here
-// random packets of every election type from a few peers, timer expiries
-// and sync results) it returns the same actions, tagged with network 0. The
-// only packets that can make them differ are LOOPs forwarded by a gateway
-// (hop count below LoopHops), which a one-network site never carries; the
-// random packets leave them out.
+// random packets of every election type from a few peers, timer expiries,
+// sync results and resignations) it returns the same actions, tagged with
+// network 0. The only packets that can make them differ are LOOPs
+// forwarded by a gateway (hop count below LoopHops), which a one-network
+// site never carries; the random packets leave them out.
 func TestHostOneNetworkIsMachine(t *testing.T) {
 	types := []tsp.Type{
 		tsp.AdjTime, tsp.Ack, tsp.MasterReq, tsp.MasterAck, tsp.SetTime, tsp.MasterUp, tsp.SlaveUp,
@@ -90,6 +90,10 @@ func TestHostOneNetworkIsMachine(t *testing.T) {
 				rounds = rounds[1:]
 			case r.IntN(50) == 0:
 				compare(ForceElection{})
+			case r.IntN(20) == 0:
+				// A resignation: the Host's trust check and the machine's
+				// (the master followed, by address) agree.
+				compare(ResignHeard{From: peerAddr(r.IntN(3)), Name: fmt.Sprintf("p%d", r.IntN(3)), Slaves: r.IntN(5)})
 			}
 		}
 	}

@@ -53,6 +53,7 @@ type Machine struct {
 	probeSeq  uint16
 	sawOther  bool
 	coldDrawn bool                        // the cold-start timer runs its drawn delay
+	coldWhy   string                      // why it makes the daemon master
 	starting  map[netip.AddrPort]struct{} // daemons seen probing or electing, by address (bounded: maxStarting)
 	first     Peer
 
@@ -98,6 +99,7 @@ type slave struct {
 	Peer
 	noAnswer int
 	needSet  bool
+	listedAt time.Time // when the machine listed it
 }
 
 // ErrNoRand is returned by New when no random source is given.
@@ -205,6 +207,10 @@ func (m *Machine) Step(now time.Time, ev Event) Ready {
 	case SyncResult:
 		if m.running {
 			m.syncResult(e)
+		}
+	case ResignHeard:
+		if m.running {
+			m.masterResigned(e)
 		}
 	}
 	return Ready{Actions: m.take()}
@@ -471,7 +477,7 @@ func (m *Machine) armColdStart(from netip.AddrPort) {
 	if _, ok := m.timers[TimerColdStart]; ok {
 		return
 	}
-	m.coldDrawn = false
+	m.coldDrawn, m.coldWhy = false, "cold start: others starting, no master"
 	m.setTimer(TimerColdStart, m.cfg.Retransmit[0])
 }
 
@@ -489,7 +495,31 @@ func (m *Machine) coldStart() {
 		m.setTimer(TimerColdStart, time.Duration(m.rng.Int64N(int64(span)+1)))
 		return
 	}
-	m.becomeMaster("cold start: others starting, no master")
+	m.becomeMaster(m.coldWhy)
+}
+
+// masterResigned: the master followed gives the network up (a reference
+// whose claim ended: TellResign). Its slaves would otherwise have no
+// master, and no corrections, until their election timers ran out (6 to
+// 15 minutes with BSD's). Each that may be master draws a delay from the
+// cold start's range for k = the master's slave count (at least 1), and
+// becomes master when it runs out with still no master: of k draws the
+// first falls at about ColdStartDelay, and the others follow its MASTERUP
+// (which cancels their draws, as does an ELECTION they ACCEPT). Only from
+// the master followed, by address: anyone else's is ignored. With the
+// cold start off (ColdStartDelay 0, BSD) the election timer decides.
+func (m *Machine) masterResigned(e ResignHeard) {
+	if m.state != Slave || !m.haveMaster || e.From != m.master.Addr {
+		return
+	}
+	m.haveMaster = false
+	if m.cfg.ColdStartDelay <= 0 || !m.cfg.MayBeMaster {
+		return
+	}
+	k := time.Duration(max(1, min(e.Slaves, m.cfg.MaxSlaves)))
+	span := min(m.cfg.ColdStartDelay*k, m.cfg.ElectionMin)
+	m.coldDrawn, m.coldWhy = true, "master "+e.Name+" resigned, none took over"
+	m.setTimer(TimerColdStart, time.Duration(m.rng.Int64N(int64(span)+1)))
 }
 
 func (m *Machine) answerDelay() time.Duration {
@@ -514,6 +544,10 @@ func (m *Machine) forceElection() {
 // claims, reference.go): the machine becomes a slave with no master, its
 // slaves dropped, its election timer armed (not eligible, it then polls).
 func (m *Machine) resign(reason string) {
+	if m.state.IsMaster() {
+		// Tell the slaves, lest they wait out their election timers.
+		m.emit(TellResign{Slaves: len(m.slaves)})
+	}
 	if m.state.IsMaster() || m.state == Candidate {
 		m.become(Slave, reason)
 		m.haveMaster = false
@@ -900,7 +934,7 @@ func (m *Machine) recvCandidate(p tsp.Packet, peer Peer) {
 			m.refused(p, peer.Addr, RefusedTableFull)
 			return
 		}
-		m.slaves[p.Name] = &slave{Peer: peer, needSet: true}
+		m.slaves[p.Name] = &slave{Peer: peer, needSet: true, listedAt: m.now}
 		if p.Type == tsp.Accept {
 			m.setTimer(TimerCandidate, m.cfg.CandidateWait)
 		}
@@ -1004,7 +1038,7 @@ func (m *Machine) addSlave(p tsp.Packet, peer Peer) *slave {
 		m.refused(p, peer.Addr, RefusedTableFull)
 		return nil
 	}
-	s = &slave{Peer: peer, needSet: true}
+	s = &slave{Peer: peer, needSet: true, listedAt: m.now}
 	m.slaves[peer.Name] = s
 	m.emitSlaves()
 	return s
@@ -1019,12 +1053,27 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		// A BSD slave asking for timedc msite (BSD masterack).
 		m.reply(tsp.Ack, p, peer.Addr)
 	case tsp.SlaveUp:
+		old := m.slaves[peer.Name]
+		late := old != nil && old.needSet && !old.listedAt.After(m.masterUpAt)
 		s := m.addSlave(p, peer)
 		if s == nil {
 			return
 		}
 		s.needSet = true // a (re)started slave is set before it is adjusted
-		if m.now.Sub(m.masterUpAt) >= m.cfg.SetTimeGuard {
+		switch {
+		case m.now.Sub(m.masterUpAt) < m.cfg.SetTimeGuard:
+			// An answer to MASTERUP: set at the first round.
+		case late:
+			// A slave listed before our MASTERUP and not set since (it
+			// accepted our candidacy) answering it late: it followed the
+			// master before us and is most likely synchronised, and a
+			// SETTIME, uncorrected for the transit delay, would step it
+			// by that delay. An early round measures it, and sends it
+			// ADJTIME if it is near (Correction.Near).
+			m.syncWithin(m.joinOrFirstSync())
+		default:
+			// A new daemon, or one that restarted: BSD's newslave sets
+			// it at once.
 			m.setTime(s, 0)
 			m.syncSoon()
 		}
@@ -1213,9 +1262,9 @@ func (m *Machine) resolve() {
 // master that was told to QUIT leaves slaves behind, and MASTERUP
 // collects them (BSD). When no other master answered there are none to
 // collect, and a MASTERUP would only make every slave announce itself
-// again and be stepped with SETTIME instead of slewed at the next round:
-// a CONFLICT that names no real master, such as an outsider's forgery,
-// must not buy that.
+// again and be set anew at the next round (SETTIME, unless measured near:
+// Correction.Near): a CONFLICT that names no real master, such as an
+// outsider's forgery, must not buy that.
 func (m *Machine) endConflict() {
 	if len(m.quitSent) > 0 {
 		m.becomeMaster("conflict resolved")
@@ -1239,13 +1288,27 @@ func (m *Machine) syncRound() {
 // syncSoon brings the next round forward to JoinSync from now, if it is
 // further away (a slave joined). Never later: a flood of SLAVEUPs makes
 // rounds no more often than JoinSync.
-func (m *Machine) syncSoon() {
-	if m.cfg.JoinSync <= 0 || !m.state.IsMaster() {
+func (m *Machine) syncSoon() { m.syncWithin(m.cfg.JoinSync) }
+
+// syncWithin brings the next round forward to d from now, if it is
+// further away; d ≤ 0 leaves it.
+func (m *Machine) syncWithin(d time.Duration) {
+	if d <= 0 || !m.state.IsMaster() {
 		return
 	}
-	if at, ok := m.timers[TimerSync]; ok && at.Sub(m.now) > m.cfg.JoinSync {
-		m.setTimer(TimerSync, m.cfg.JoinSync)
+	if at, ok := m.timers[TimerSync]; ok && at.Sub(m.now) > d {
+		m.setTimer(TimerSync, d)
 	}
+}
+
+// joinOrFirstSync is how soon a round measures a slave that waits to be
+// set by one: JoinSync, or FirstSync where JoinSync is off (BSD's rounds),
+// so that it waits no longer than after a MASTERUP.
+func (m *Machine) joinOrFirstSync() time.Duration {
+	if m.cfg.JoinSync > 0 {
+		return m.cfg.JoinSync
+	}
+	return m.cfg.FirstSync
 }
 
 // RoundOpen reports whether a SyncResult for round would be taken now: the
@@ -1286,7 +1349,7 @@ func (m *Machine) syncResult(r SyncResult) {
 		for _, o := range stale[sl.Name] {
 			m.cancelSend(o)
 		}
-		if sl.needSet || c.Set {
+		if c.Set || sl.needSet && !c.Near {
 			m.setTime(sl, r.Own)
 			continue
 		}
@@ -1298,7 +1361,8 @@ func (m *Machine) syncResult(r SyncResult) {
 		o := &outgoing{pkt: m.packet(tsp.AdjTime, m.nextSeq()), to: sl.Addr, want: tsp.Ack, role: roleMaster, peer: sl.Name}
 		o.pkt.Time = tv
 		name := sl.Name
-		o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, false) }
+		// A near ADJTIME sets a slave not set yet as well as SETTIME.
+		o.onAck = func(netip.AddrPort, tsp.Packet) { m.slaveAnswered(name, c.Near) }
 		o.onFail = func() { m.slaveFailed(name) }
 		m.send(o, 0)
 	}

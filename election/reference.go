@@ -38,11 +38,17 @@ import (
 //
 // When it stops claiming it gives up being master: where it is master or
 // candidate it becomes a slave without a master, and may not be master
-// again until it claims again; its former slaves elect a master among
-// themselves when their election timers run out (ordinary TEMPO), or
-// follow another reference. A reference's machine never takes a
-// correction into account in this package's sense: the runtime ignores
-// AdjustClock and SetClock, its clock being another program's.
+// again until it claims again. Where it was master it says so first
+// (TellResign, our version-2 tsp.ExtResign): its former slaves drop it
+// and its claim at once, and those that may be master draw a delay from
+// the cold start's range, scaled by its slave count, the first to run
+// out becoming master (Machine.masterResigned); the others follow its
+// MASTERUP, or another reference's. BSD's daemons drop the resignation:
+// they follow the new master's MASTERUP, or, with no daemon of ours to
+// take over, elect one when their election timers run out. A
+// reference's machine never takes a correction into account in this
+// package's sense: the runtime ignores AdjustClock and SetClock, its
+// clock being another program's.
 //
 // BSD's daemons, and ours with --bsd-compat, drop version 2 unread: they
 // see an ordinary master, whose MASTERUP and QUIT they take as any
@@ -73,6 +79,29 @@ type ReferenceHeard struct {
 	From     netip.AddrPort
 	Name     string
 	MaxError time.Duration
+}
+
+// TellResign announces that this host, master of the network, gives it
+// up (a reference whose claim ended): the runtime broadcasts
+// tsp.ExtResign carrying Slaves (tsp.ResignPayload). A runtime that
+// speaks no version 2 drops it.
+type TellResign struct {
+	Slaves int
+}
+
+// ResignHeard is a tsp.ExtResign received on this network: the master
+// Name at From gives the network up; it had Slaves slaves.
+type ResignHeard struct {
+	From   netip.AddrPort
+	Name   string
+	Slaves int
+}
+
+func (TellResign) isAction()        {}
+func (ResignHeard) isEvent()        {}
+func (a TellResign) String() string { return fmt.Sprintf("tell-resign slaves=%d", a.Slaves) }
+func (e ResignHeard) String() string {
+	return fmt.Sprintf("resign-heard %s (%v) slaves=%d", e.Name, e.From, e.Slaves)
 }
 
 func (TellReference) isAction()        {}
@@ -176,6 +205,21 @@ func boundedPut[V any](m map[netip.AddrPort]V, a netip.AddrPort, v V, now time.T
 		}
 	}
 	m[a] = v
+}
+
+// resignHeard takes a master's resignation heard on network i: its claim,
+// if it made one, ends at once (its slaves no longer say they follow
+// UTC), and the machine that followed it looks for another master
+// (Machine.masterResigned).
+func (h *Host) resignHeard(i int, e ResignHeard) {
+	n := h.nets[i]
+	if n.fromSelf(e.From) || !n.m.isTrusted(e.From) {
+		return
+	}
+	delete(n.refs, e.From)
+	if n.mode == netRunning {
+		h.stepMachine(i, e)
+	}
 }
 
 // refRank orders this host against the master at from on network i by

@@ -39,10 +39,11 @@
 //     tsp.ExtSourceReq and tsp.ExtSource, unicast; those received come
 //     back to the Host as SourceQuery and SourceAnswer on the network
 //     they came from (ext.go).
-//   - TellReference and TellSpan (a reference's claim; a --family both
-//     daemon's word that it serves both families of the link) are
-//     broadcast as tsp.ExtReference and tsp.ExtSpan; those received go
-//     to the Host as ReferenceHeard and SpanHeard.
+//   - TellReference, TellSpan and TellResign (a reference's claim; a
+//     --family both daemon's word that it serves both families of the
+//     link; a master giving its network up) are broadcast as
+//     tsp.ExtReference, tsp.ExtSpan and tsp.ExtResign; those received go
+//     to the Host as ReferenceHeard, SpanHeard and ResignHeard.
 //   - Ignored and CycleDetected are logged (a few lines a minute per
 //     network or source) and, with LOOPs from a second master on a network
 //     the host masters, counted: loops_detected in the status,

@@ -38,6 +38,8 @@ func (d *Daemon) receiveExt(r udp.Received) {
 		d.referencePacket(r)
 	case tsp.ExtSpan:
 		d.spanPacket(r)
+	case tsp.ExtResign:
+		d.resignPacket(r)
 	default:
 		if e := d.peerLog("dropped: extension not served", r.From); e != nil {
 			e.WithField("kind", r.Ext.Kind.String()).Debug("dropped: extension not served")
@@ -99,6 +101,37 @@ func (d *Daemon) referencePacket(r udp.Received) {
 		return
 	}
 	rt.step(election.ReferenceHeard{From: r.From, Name: r.Ext.Name, MaxError: p.MaxError}, time.Time{})
+}
+
+// resignPacket hands a master's resignation to the Host, on the network
+// it came from; the Host takes it from trusted addresses only, and the
+// machine from the master it follows only.
+func (d *Daemon) resignPacket(r udp.Received) {
+	rt := d.runtimeFor(r.Network)
+	if rt == nil {
+		return
+	}
+	p, err := tsp.UnmarshalResign(r.Ext.Payload)
+	if err != nil {
+		if e := d.peerLog("bad resignation", r.From); e != nil {
+			e.WithError(err).Debug("bad resignation")
+		}
+		return
+	}
+	rt.step(election.ResignHeard{From: r.From, Name: r.Ext.Name, Slaves: p.Slaves}, time.Time{})
+}
+
+// tellResign broadcasts that this host gives its master's place on the
+// runtime's network up (not with --bsd-compat).
+func (rt *netRuntime) tellResign(a election.TellResign) {
+	payload, err := tsp.ResignPayload{Slaves: min(a.Slaves, tsp.MaxResignSlaves)}.Marshal()
+	if err != nil || rt.d.bsdCompat {
+		return
+	}
+	p := tsp.ExtPacket{Kind: tsp.ExtResign, Payload: payload}
+	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
+		rt.log.WithError(err).Debug("resignation not sent")
+	}
 }
 
 // tellReference broadcasts this host's claim on the runtime's network

@@ -94,6 +94,8 @@ func (rt *netRuntime) do(a election.Action, arrived time.Time) {
 		rt.tellReference(a)
 	case election.TellSpan:
 		rt.tellSpan()
+	case election.TellResign:
+		rt.tellResign(a)
 	case election.TellSource:
 		rt.tellSource(a)
 	default:

@@ -195,8 +195,9 @@ func await(t *testing.T, what string, bound time.Duration, cond func() (bool, st
 // a few ms of the reference's 30 ms lead: no averaging, corrections
 // towards the reference only), and as a slave of another master, whose
 // corrections it acknowledges and ignores; nor when it steps down (the
-// kernel's clock unsynchronised: the plain host becomes master) and comes
-// back (it takes the network over again).
+// kernel's clock unsynchronised: it tells the network, RESIGN, and the
+// plain host becomes master) and comes back (it takes the network over
+// again).
 func TestReferenceNeverAdjusts(t *testing.T) {
 	const lead = 30 * time.Millisecond
 	t.Run("master", func(t *testing.T) {
@@ -276,6 +277,11 @@ func TestReferenceNeverAdjusts(t *testing.T) {
 		await(t, "the plain host master", 60*time.Second, roles("slave/master"))
 		if st := r.testStatus(); st.Reference.Claiming || st.Sync.UTCVia != "" {
 			t.Errorf("stepped down: %+v, sync %+v", st.Reference, st.Sync)
+		}
+		// It said so (RESIGN), rather than leaving the plain host to its
+		// election timer.
+		if tx, rx := r.testStatus().Packets["RESIGN"].Tx, p.testStatus().Packets["RESIGN"].Rx; tx == 0 || rx == 0 {
+			t.Errorf("RESIGN sent %d, received %d: want the step-down told", tx, rx)
 		}
 		ref.unsynced.Store(false)
 		await(t, "the reference master again", 60*time.Second, roles("master/slave"))

@@ -49,7 +49,7 @@ func (rt *netRuntime) startSyncRound(r election.SyncRound) {
 		rt.date.dictate--
 	}
 	// Read on the loop: a SIGHUP reload replaces d.cfg while the round runs.
-	opt := clocksync.CorrectOptions{StepThreshold: d.cfg.Sync.StepThreshold}
+	opt := clocksync.CorrectOptions{StepThreshold: d.cfg.Sync.StepThreshold, AdjustNewBelow: localStepThreshold(d.cfg)}
 	netOpt := networkOptions(d.cfg)
 	d.rounds.Add(1)
 	go func() {
@@ -95,9 +95,13 @@ func planRound(res []clocksync.Result, slaves []election.Peer, trusted []bool, r
 		}
 		// BSD's correct(): ADJTIME below the step threshold, SETTIME
 		// (carrying the network time, which the machine stamps) at or
-		// above it.
+		// above it. Near: what a slave the machine has not set yet
+		// (after a master change, every slave) would get is ADJTIME too
+		// (clocksync.CorrectOptions.AdjustNewBelow).
 		plan := clocksync.PlanJustified(network.Offset, m.Offset, verdicts[i].Slack, false, time.Time{}, opt)
-		corrections = append(corrections, election.Correction{Name: slaves[i].Name, Delta: plan.Adjust, Set: plan.Type == tsp.SetTime})
+		asNew := clocksync.PlanJustified(network.Offset, m.Offset, verdicts[i].Slack, true, time.Time{}, opt)
+		corrections = append(corrections, election.Correction{Name: slaves[i].Name, Delta: plan.Adjust,
+			Set: plan.Type == tsp.SetTime, Near: asNew.Type == tsp.AdjTime})
 	}
 	return network, corrections
 }

@@ -2,6 +2,7 @@ package timed
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,6 +64,31 @@ func TestPlanRoundOutlier(t *testing.T) {
 	}
 	if _, corr = round(20*us, 200*us); corr[2].Delta != -5*us {
 		t.Fatalf("back to normal: %+v", corr[2])
+	}
+}
+
+// TestPlanRoundNear: planRound marks the corrections a slave not set yet
+// may be sent as ADJTIME (Near): those below the slaves' slewing range
+// (AdjustNewBelow). Beyond it the machine sets such a slave (SETTIME),
+// and at or above the step threshold everyone (Set).
+func TestPlanRoundNear(t *testing.T) {
+	ms := time.Millisecond
+	slaves := []election.Peer{{Name: "near", Addr: netip.MustParseAddrPort("192.0.2.1:525")},
+		{Name: "off", Addr: netip.MustParseAddrPort("192.0.2.2:525")}, {Name: "far", Addr: netip.MustParseAddrPort("192.0.2.3:525")}}
+	res := []clocksync.Result{
+		{Host: slaves[0].Addr, Measurement: clocksync.Measurement{Offset: -300 * time.Microsecond, RTT: 200 * time.Microsecond, ErrorBound: 100 * time.Microsecond}},
+		{Host: slaves[1].Addr, Measurement: clocksync.Measurement{Offset: 500 * ms, RTT: 200 * time.Microsecond, ErrorBound: 100 * time.Microsecond}},
+		{Host: slaves[2].Addr, Measurement: clocksync.Measurement{Offset: 30 * time.Second, RTT: 200 * time.Microsecond, ErrorBound: 100 * time.Microsecond}},
+	}
+	opt := clocksync.CorrectOptions{StepThreshold: 20 * time.Second, AdjustNewBelow: 100 * ms}
+	_, corr := planRound(res, slaves, []bool{true, true, true}, clocksync.NewRTTHistory(0), true, clocksync.NetworkOptions{}, opt)
+	want := []election.Correction{
+		{Name: "near", Delta: 300 * time.Microsecond, Near: true},
+		{Name: "off", Delta: -500 * ms},
+		{Name: "far", Set: true},
+	}
+	if !slices.Equal(corr, want) {
+		t.Fatalf("corrections %+v, want %+v", corr, want)
 	}
 }
 

@@ -25,12 +25,13 @@ const (
 	ExtSource     ExtKind = 0x85 // a master's answer to ExtSourceReq: SourcePayload, the query's Seq
 	ExtReference  ExtKind = 0x86 // a reference's claim, broadcast (election.TellReference): ReferencePayload
 	ExtSpan       ExtKind = 0x87 // "I serve both families of this link", broadcast (election.TellSpan); no payload
+	ExtResign     ExtKind = 0x88 // a master gives its network up, broadcast (election.TellResign): ResignPayload
 )
 
 var extNames = map[ExtKind]string{
 	ExtProbe: "PROBE", ExtProbeReply: "PROBEREPLY", ExtRing: "RING", ExtRingCtl: "RINGCTL",
 	ExtSourceReq: "SOURCEREQ", ExtSource: "SOURCE", ExtReference: "REFERENCE",
-	ExtSpan: "SPAN",
+	ExtSpan: "SPAN", ExtResign: "RESIGN",
 }
 
 func (k ExtKind) String() string {
@@ -191,4 +192,45 @@ func UnmarshalReference(b []byte) (ReferencePayload, error) {
 		return ReferencePayload{}, &DecodeError{ErrBadReference, fmt.Sprintf("maxerror %v beyond %v", d, MaxReferenceError)}
 	}
 	return ReferencePayload{MaxError: d}, nil
+}
+
+// ResignPayload is the payload of ExtResign: how many slaves the
+// resigning master had, which its eligible slaves scale their draw by
+// (election.ResignHeard), at most MaxResignSlaves.
+//
+//	0..1 slaves BE
+type ResignPayload struct {
+	Slaves int
+}
+
+// MaxResignSlaves is the largest slave count a resignation carries:
+// BSD's NHOSTS.
+const MaxResignSlaves = 1013
+
+const resignSize = 2
+
+// ErrBadResign is returned for an ExtResign payload that does not decode.
+var ErrBadResign = errors.New("bad resign payload")
+
+// Marshal encodes the payload; a count out of [0, MaxResignSlaves] is an
+// error.
+func (r ResignPayload) Marshal() ([]byte, error) {
+	if r.Slaves < 0 || r.Slaves > MaxResignSlaves {
+		return nil, fmt.Errorf("encode resign slaves %d: %w (0 to %d)", r.Slaves, ErrBadResign, MaxResignSlaves)
+	}
+	b := make([]byte, resignSize)
+	binary.BigEndian.PutUint16(b, uint16(r.Slaves))
+	return b, nil
+}
+
+// UnmarshalResign decodes an ExtResign payload.
+func UnmarshalResign(b []byte) (ResignPayload, error) {
+	if len(b) != resignSize {
+		return ResignPayload{}, &DecodeError{ErrBadResign, fmt.Sprintf("%d bytes, want %d", len(b), resignSize)}
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if n > MaxResignSlaves {
+		return ResignPayload{}, &DecodeError{ErrBadResign, fmt.Sprintf("%d slaves, beyond %d", n, MaxResignSlaves)}
+	}
+	return ResignPayload{Slaves: n}, nil
 }

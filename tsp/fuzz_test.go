@@ -126,3 +126,30 @@ func FuzzUnmarshalReference(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnmarshalResign: the resign payload decoder never panics, what it
+// accepts is within [0, MaxResignSlaves], and decode → encode is the
+// identity on the bytes.
+func FuzzUnmarshalResign(f *testing.F) {
+	seed, _ := ResignPayload{Slaves: 9}.Marshal()
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Add([]byte{0xFF, 0xFF})
+	f.Add([]byte{0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := UnmarshalResign(b)
+		if err != nil {
+			if r != (ResignPayload{}) {
+				t.Fatalf("error %v with a non-zero payload %+v", err, r)
+			}
+			return
+		}
+		if r.Slaves < 0 || r.Slaves > MaxResignSlaves {
+			t.Fatalf("accepted %d slaves", r.Slaves)
+		}
+		enc, err := r.Marshal()
+		if err != nil || !bytes.Equal(enc, b) {
+			t.Fatalf("unstable: %x → %+v → %x, %v", b, r, enc, err)
+		}
+	})
+}

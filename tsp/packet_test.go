@@ -324,6 +324,31 @@ func TestSourcePayload(t *testing.T) {
 	}
 }
 
+func TestResignPayload(t *testing.T) {
+	for _, n := range []int{0, 9, MaxResignSlaves} {
+		b, err := ResignPayload{Slaves: n}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := UnmarshalResign(b); err != nil || got.Slaves != n {
+			t.Errorf("%d: round trip %+v, %v", n, got, err)
+		}
+	}
+	for name, bad := range map[string][]byte{"empty": {}, "short": {0}, "long": {0, 0, 1}, "beyond NHOSTS": {0xFF, 0xFF}} {
+		if _, err := UnmarshalResign(bad); !errors.Is(err, ErrBadResign) {
+			t.Errorf("%s: err %v, want ErrBadResign", name, err)
+		}
+	}
+	for _, n := range []int{-1, MaxResignSlaves + 1} {
+		if _, err := (ResignPayload{Slaves: n}).Marshal(); !errors.Is(err, ErrBadResign) {
+			t.Errorf("%d encoded: %v", n, err)
+		}
+	}
+	if ExtResign.String() != "RESIGN" {
+		t.Errorf("name %q", ExtResign.String())
+	}
+}
+
 func TestReferencePayload(t *testing.T) {
 	for _, d := range []time.Duration{0, 1500 * time.Microsecond, MaxReferenceError} {
 		b, err := ReferencePayload{MaxError: d}.Marshal()

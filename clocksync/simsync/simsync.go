@@ -122,6 +122,20 @@ type Config struct {
 	// probe's floors), to show what it does.
 	FilterOff bool
 
+	// MasterCrashAt, if set, is when the master (host00) dies, from the
+	// start. Takeover later (default 30 s: an election) host01 becomes
+	// master, with all a new master lacks: no slave set yet (need_set),
+	// no round-trip history, a fresh interval controller; its first
+	// round comes 3 s after that, as BSD's. The dead clock leaves the
+	// spread.
+	MasterCrashAt time.Duration
+	Takeover      time.Duration
+	// SetNewSlaves makes the new master send SETTIME to every slave not
+	// set yet, however near it measured it: BSD's need_set, always the
+	// rule with BSD settings, and ours before clocksync.CorrectOptions
+	// AdjustNewBelow (LocalStep here). For comparisons.
+	SetNewSlaves bool
+
 	// Trace, if set, is called at the start of every round with the
 	// state the previous rounds left (analysis and benchmarks only).
 	Trace func(RoundTrace)
@@ -196,6 +210,7 @@ func (c Config) withDefaults() Config {
 		c.SkipRounds = 3
 	}
 	def(&c.SampleEvery, time.Second)
+	def(&c.Takeover, 30*time.Second)
 	if c.LocalStep <= 0 {
 		slewable := time.Duration(float64(c.shortest()) * clocksync.MaxSlewPPM / 1e6)
 		c.LocalStep = max(min(clocksync.SlewStepThreshold, slewable), time.Microsecond)
@@ -264,6 +279,13 @@ type Result struct {
 	Steps         int // corrections applied by stepping (all clocks)
 	Refused       int // corrections refused as beyond max-step
 	Lost          int // corrections never delivered (all retries lost)
+	// After a master crash (Config.MasterCrashAt): MaxAfterCrash is the
+	// largest spread of the surviving clocks sampled from the crash on,
+	// StepsAfterCrash the corrections applied by stepping since (the new
+	// master's own included), SetsAfterCrash the SETTIMEs sent since.
+	MaxAfterCrash   time.Duration
+	StepsAfterCrash int
+	SetsAfterCrash  int
 }
 
 const (
@@ -315,6 +337,10 @@ type sim struct {
 	res            Result
 	seq            uint16
 	faulty         int
+	master         int  // the master's index: 0, 1 after a takeover
+	dead           int  // the crashed master's index; -1: none
+	crashed        bool // the master crashed (Config.MasterCrashAt)
+	gen            int  // the mastership: a dead master's rounds and sends stop
 }
 
 // Run runs one simulation.
@@ -326,7 +352,7 @@ func Run(cfg Config) (Result, error) {
 	if cfg.DelayMax < cfg.DelayMin {
 		return Result{}, errors.New("simsync: DelayMax below DelayMin")
 	}
-	sm := &sim{cfg: cfg, s: vtime.New(vtime.Epoch), rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e3d0)), faulty: -1}
+	sm := &sim{cfg: cfg, s: vtime.New(vtime.Epoch), rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e3d0)), faulty: -1, dead: -1}
 	log := logrus.New()
 	log.SetLevel(logrus.FatalLevel) // refusals are counted, not printed
 	for i := range cfg.N {
@@ -372,17 +398,58 @@ func Run(cfg Config) (Result, error) {
 		sm.rtt = clocksync.NewRTTHistory(0)
 	}
 	if cfg.adaptive() {
-		sm.ctl = clocksync.NewIntervalController(clocksync.IntervalConfig{Floor: cfg.Floor, Ceiling: cfg.Interval, Target: cfg.Target})
+		sm.ctl = sm.newController()
 	}
 	sm.res.Intervals = map[time.Duration]int{}
 	sm.lateFrom = vtime.Epoch.Add(cfg.Duration / 3)
 	sm.s.At(sm.lateFrom, func() { sm.latePackets = sm.res.Packets })
-	sm.s.After(firstRound, sm.round)
+	sm.s.After(firstRound, sm.roundOf(sm.gen))
 	sm.s.After(firstRound, sm.sample)
+	if cfg.MasterCrashAt > 0 {
+		sm.s.After(cfg.MasterCrashAt, sm.crash)
+	}
 	sm.s.RunUntil(end)
 	sm.finish()
 	return sm.res, nil
 }
+
+// crash kills the master; Takeover later host01 is master, new to all.
+func (sm *sim) crash() {
+	sm.crashed, sm.dead = true, sm.master
+	sm.gen++
+	sm.s.After(sm.cfg.Takeover, func() {
+		sm.master = 1
+		for _, n := range sm.nodes {
+			n.known = false
+		}
+		if sm.rtt != nil {
+			sm.rtt = clocksync.NewRTTHistory(0)
+		}
+		if sm.ctl != nil {
+			sm.ctl = sm.newController()
+		}
+		sm.roundAt = time.Time{}
+		sm.gen++
+		sm.s.After(firstRound, sm.roundOf(sm.gen))
+	})
+}
+
+// newController is a master's interval controller for adaptive rounds.
+func (sm *sim) newController() *clocksync.IntervalController {
+	return clocksync.NewIntervalController(clocksync.IntervalConfig{Floor: sm.cfg.Floor, Ceiling: sm.cfg.Interval, Target: sm.cfg.Target})
+}
+
+// roundOf is a round of mastership gen: nothing once that master died.
+func (sm *sim) roundOf(gen int) func() {
+	return func() {
+		if gen == sm.gen {
+			sm.round()
+		}
+	}
+}
+
+// isSlave: node i is a live slave of the current master.
+func (sm *sim) isSlave(i int) bool { return i != sm.master && i != sm.dead }
 
 func (sm *sim) delay() time.Duration {
 	return sm.cfg.DelayMin + time.Duration(sm.rng.Float64()*float64(sm.cfg.DelayMax-sm.cfg.DelayMin))
@@ -437,10 +504,13 @@ func (sm *sim) round() {
 	sm.res.Rounds++
 	sm.prevRound, sm.roundAt = sm.roundAt, sm.s.Now()
 	round := sm.res.Rounds
-	master := sm.nodes[0]
+	master, gen, first := sm.nodes[sm.master], sm.gen, sm.prevRound.IsZero()
 	samples := make([]*clocksync.SampleSet, len(sm.nodes))
 	sent := make([]int, len(sm.nodes))
-	for i := 1; i < len(sm.nodes); i++ {
+	for i := range sm.nodes {
+		if !sm.isSlave(i) {
+			continue
+		}
 		samples[i] = &clocksync.SampleSet{Floor: sm.rtt.Floor(sm.nodes[i].addr.String()), MaxReplies: sm.cfg.Replies}
 		if sm.fixed() {
 			samples[i].MinReplies = sm.cfg.Replies
@@ -448,10 +518,16 @@ func (sm *sim) round() {
 		sm.probe(i, 0, samples, sent)
 	}
 	sm.s.After(measureWindow, func() {
+		if gen != sm.gen {
+			return // the master died while measuring
+		}
 		offsets := make([]clocksync.HostOffset, 0, len(sm.nodes)-1)
 		meas := make([]*clocksync.Measurement, len(sm.nodes))
 		names, ms, ok := make([]string, len(sm.nodes)), make([]clocksync.Measurement, len(sm.nodes)), make([]bool, len(sm.nodes))
-		for i := 1; i < len(sm.nodes); i++ {
+		for i := range sm.nodes {
+			if !sm.isSlave(i) {
+				continue
+			}
 			m, err := sm.measurement(samples[i], sent[i])
 			names[i], ms[i], ok[i] = sm.nodes[i].addr.String(), m, err == nil
 		}
@@ -459,7 +535,10 @@ func (sm *sim) round() {
 		if sm.cfg.FilterOff {
 			verdicts = make([]clocksync.Judged, len(sm.nodes)) // recorded, never acted on
 		}
-		for i := 1; i < len(sm.nodes); i++ {
+		for i := range sm.nodes {
+			if !sm.isSlave(i) {
+				continue
+			}
 			if !ok[i] {
 				offsets = append(offsets, clocksync.HostOffset{Trusted: true})
 				continue
@@ -474,17 +553,23 @@ func (sm *sim) round() {
 		}
 		opt := clocksync.NetworkOptions{BSD: sm.cfg.BSD}
 		copt := clocksync.CorrectOptions{}
+		if !sm.cfg.BSD && !sm.cfg.SetNewSlaves {
+			copt.AdjustNewBelow = sm.cfg.LocalStep
+		}
 		if sm.cfg.BSD {
 			copt.Rounding = clocksync.BSDRounding
 		}
 		nt := clocksync.NetworkTime(offsets, opt)
 		now := master.clock.Now()
 		hosts := []clocksync.HostCorrection{{Host: master.name, Correction: nt.Offset}}
-		for i := 1; i < len(sm.nodes); i++ {
+		for i := range sm.nodes {
 			if meas[i] == nil {
 				continue
 			}
 			c := clocksync.PlanJustified(nt.Offset, meas[i].Offset, verdicts[i].Slack, !sm.nodes[i].known, now, copt)
+			if sm.crashed && c.Type == tsp.SetTime {
+				sm.res.SetsAfterCrash++
+			}
 			hosts = append(hosts, clocksync.HostCorrection{Host: sm.nodes[i].name, Correction: c.Adjust, New: c.Type == tsp.SetTime})
 			sm.nodes[i].known = true
 			sm.sendCorrection(i, c)
@@ -492,17 +577,17 @@ func (sm *sim) round() {
 		sm.count(master.applier.ApplyAdjust(clocksync.RoundCorrection(nt.Offset, rounding(copt))))
 		if sm.ctl != nil {
 			var since time.Duration
-			if round > 1 {
+			if !first {
 				since = sm.roundAt.Sub(sm.prevRound)
 			}
 			next := sm.ctl.Round(since, hosts).Next
 			sm.res.Intervals[next]++
-			sm.s.At(sm.roundAt.Add(next), sm.round)
+			sm.s.At(sm.roundAt.Add(next), sm.roundOf(gen))
 		}
 	})
 	if sm.ctl == nil {
 		sm.res.Intervals[sm.cfg.Interval]++
-		sm.s.After(sm.cfg.Interval, sm.round)
+		sm.s.After(sm.cfg.Interval, sm.roundOf(gen))
 	}
 }
 
@@ -512,7 +597,7 @@ func (sm *sim) probe(i, k int, samples []*clocksync.SampleSet, sent []int) {
 	if k >= sm.cfg.Trials || samples[i].Enough() {
 		return
 	}
-	master, slave := sm.nodes[0], sm.nodes[i]
+	master, slave := sm.nodes[sm.master], sm.nodes[i]
 	sm.seq++
 	t1 := master.clock.Now()
 	sent[i]++
@@ -573,11 +658,14 @@ func (sm *sim) measurement(set *clocksync.SampleSet, sent int) (clocksync.Measur
 // sendCorrection delivers an ADJTIME or SETTIME like acksend(5): each try
 // and each ACK can be lost; the slave ignores a repeated seq.
 func (sm *sim) sendCorrection(i int, c clocksync.Correction) {
-	master, slave := sm.nodes[0], sm.nodes[i]
+	master, slave := sm.nodes[sm.master], sm.nodes[i]
 	sm.seq++
-	seq, planned := sm.seq, sm.s.Now()
+	seq, planned, gen := sm.seq, sm.s.Now(), sm.gen
 	var try func(n int)
 	try = func(n int) {
+		if gen != sm.gen {
+			return // a dead master sends no more copies
+		}
 		if n >= ackTries {
 			sm.res.Lost++
 			return
@@ -634,18 +722,21 @@ func (sm *sim) count(a clocksync.Applied, err error) {
 	switch a.Action {
 	case clocksync.Stepped:
 		sm.res.Steps++
+		if sm.crashed {
+			sm.res.StepsAfterCrash++
+		}
 	case clocksync.Refused:
 		sm.res.Refused++
 	}
 	_ = err
 }
 
-// spread is the largest offset between two clocks, the faulty node
-// excluded.
+// spread is the largest offset between two clocks, the faulty node and a
+// crashed master excluded.
 func (sm *sim) spread() time.Duration {
 	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
 	for i, n := range sm.nodes {
-		if i == sm.faulty {
+		if i == sm.faulty || i == sm.dead {
 			continue
 		}
 		o := n.clock.Offset()
@@ -656,6 +747,9 @@ func (sm *sim) spread() time.Duration {
 
 func (sm *sim) sample() {
 	sp := sm.spread()
+	if sm.crashed {
+		sm.res.MaxAfterCrash = max(sm.res.MaxAfterCrash, sp)
+	}
 	if sp >= time.Millisecond {
 		sm.lastBad = sm.res.Rounds
 		sm.res.ConvergedAt = 0
@@ -681,7 +775,7 @@ func (sm *sim) trace() RoundTrace {
 	for i, n := range sm.nodes {
 		st, _ := n.clock.State()
 		t.Pending = max(t.Pending, absDur(st.PendingSlew))
-		if i == sm.faulty {
+		if i == sm.faulty || i == sm.dead {
 			continue
 		}
 		r := n.clock.NaturalPPM() + st.FrequencyPPM

@@ -301,3 +301,61 @@ func TestReferenceGateway(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceResignPrompt: a reference master that stops claiming tells
+// its network it resigns (tsp.ExtResign). Its former slaves drop its
+// claim at once (nobody says it follows UTC via it any more), and one
+// master, not the reference, is settled within a bound far below
+// ElectionMin, at which the first election timer could run out, which
+// was all that ended the slaves' wait before: 1 s against 6 s with the
+// fast profile, 2 s against 6 min with BSD's timers. Then nobody changes
+// state for five rounds: the draw made one master, and nobody flaps.
+func TestReferenceResignPrompt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mk     func(string) election.Config
+		bound  time.Duration
+		slaves int
+		seeds  uint64
+	}{
+		{"fast", fast, time.Second, 6, 20},
+		{"bsd-timers", election.DefaultConfig, 2 * time.Second, 12, 10},
+	} {
+		for seed := uint64(1); seed <= c.seeds; seed++ {
+			t.Run(fmt.Sprint(c.name, "/", seed), func(t *testing.T) {
+				n, ck := stable(t, seed, c.slaves, c.mk)
+				rc := c.mk("z-ref")
+				rc.Reference = true
+				r := n.Add(rc)
+				n.SetReference(r, claim(5*time.Millisecond))
+				n.Start(r)
+				settleOn(t, n, ck, r, "reference")
+				n.Run(r.Cfg.SyncInterval)
+				if min := n.Nodes[0].Cfg.ElectionMin; c.bound >= min/3 {
+					t.Fatalf("bound %v not far below the election timer's %v", c.bound, min)
+				}
+				n.SetReference(r, election.SetReference{MaxError: 200 * time.Millisecond})
+				const transit = 50 * time.Millisecond // the resignation's
+				n.Run(transit)
+				for _, nd := range n.Nodes {
+					if nd == r || !nd.Up {
+						continue
+					}
+					if _, ok := nd.H.ReferenceOf(0, r.Addr); ok {
+						t.Fatalf("%s still holds the claim of the resigned reference", nd.Name)
+					}
+				}
+				start := n.S.Now()
+				if !n.RunUntil(c.bound-transit, func() bool { ms := n.Masters(); return n.Settled() && len(ms) == 1 && ms[0] != r }) {
+					t.Fatalf("no other master settled %v after the step-down\n%s", c.bound, joinLines(n.Status()))
+				}
+				checkOK(t, ck)
+				t.Logf("settled on %s %v after the resignation", master(t, n).Name, n.S.Now().Sub(start)+transit)
+				stays(t, n, ck, master(t, n), 5)
+				if n.Stats.DeliveredExt[tsp.ExtResign] == 0 {
+					t.Error("no resignation was delivered")
+				}
+			})
+		}
+	}
+}

@@ -574,14 +574,16 @@ func (n *Net) apply(nd *Node, net int, a election.Action) {
 			return election.SourceQuery{From: from, Seq: a.Seq}
 		})
 	case election.TellReference:
-		n.tracef("%s > * %v %v", who, tsp.ExtReference, a.MaxError)
-		n.broadcastExt(nd, net, tsp.ExtReference, func(from netip.AddrPort) election.Event {
+		n.broadcastExt(nd, net, tsp.ExtReference, fmt.Sprint(" ", a.MaxError), func(from netip.AddrPort) election.Event {
 			return election.ReferenceHeard{From: from, Name: nd.Name, MaxError: a.MaxError}
 		})
 	case election.TellSpan:
-		n.tracef("%s > * %v", who, tsp.ExtSpan)
-		n.broadcastExt(nd, net, tsp.ExtSpan, func(from netip.AddrPort) election.Event {
+		n.broadcastExt(nd, net, tsp.ExtSpan, "", func(from netip.AddrPort) election.Event {
 			return election.SpanHeard{From: from, Name: nd.Name}
+		})
+	case election.TellResign:
+		n.broadcastExt(nd, net, tsp.ExtResign, fmt.Sprint(" ", a.Slaves), func(from netip.AddrPort) election.Event {
+			return election.ResignHeard{From: from, Name: nd.Name, Slaves: a.Slaves}
 		})
 	case election.TellSource:
 		n.sendExt(nd, net, a.To, tsp.ExtSource, fmt.Sprintf(" %s %d", a.Source, a.Hops), func(from netip.AddrPort) election.Event {
@@ -681,6 +683,28 @@ func (n *Net) sendExt(nd *Node, net int, to netip.AddrPort, k tsp.ExtKind, detai
 	}, ev)
 }
 
+// broadcastExt broadcasts an extension of kind k from nd on its network
+// net: every other member that speaks version 2 gets ev.
+func (n *Net) broadcastExt(nd *Node, net int, k tsp.ExtKind, detail string, ev func(from netip.AddrPort) election.Event) {
+	n.Stats.SentExt[k]++
+	n.tracef("%s > * %v%s", n.label(nd, net), k, detail)
+	if nd.NoExt {
+		return
+	}
+	for _, dst := range n.Networks[nd.Nets[net]].Members {
+		if dst == nd {
+			continue
+		}
+		n.carry(nd, net, dst, func() bool {
+			if dst.NoExt {
+				return false
+			}
+			n.Stats.DeliveredExt[k]++
+			return true
+		}, ev)
+	}
+}
+
 // transmit puts one datagram on the link from src (its network net) to
 // dst, on the same network.
 func (n *Net) transmit(src *Node, net int, dst *Node, p tsp.Packet) {
@@ -718,28 +742,6 @@ func (n *Net) carry(src *Node, net int, dst *Node, accept func() bool, ev func(f
 				n.step(dst, dnet, ev(from))
 			}
 		})
-	}
-}
-
-// broadcastExt sends a version-2 broadcast of kind from nd on its network
-// net: every other member that speaks version 2 gets ev(nd's address).
-// A node with NoExt sends none.
-func (n *Net) broadcastExt(nd *Node, net int, kind tsp.ExtKind, ev func(from netip.AddrPort) election.Event) {
-	n.Stats.SentExt[kind]++
-	if nd.NoExt {
-		return
-	}
-	for _, dst := range n.Networks[nd.Nets[net]].Members {
-		if dst == nd {
-			continue
-		}
-		n.carry(nd, net, dst, func() bool {
-			if dst.NoExt {
-				return false
-			}
-			n.Stats.DeliveredExt[kind]++
-			return true
-		}, ev)
 	}
 }
 

@@ -212,12 +212,13 @@ func (s *suite) referenceUTC(t *testing.T) {
 	}
 	report(t, "largest |offset| from the host's clock, steady state (observer)", "%s, over rounds 1–2 after the take-over", strings.Join(parts, ", "))
 
-	// The server lost: the reference steps down after the hold, and no
-	// guest says it follows UTC any more; the clocks keep together. The
-	// slaves elect another master when their election timers expire
-	// (6–15 s, more on a collision): the return below does not wait for
-	// it, so that the scenario stays short, and takes over whichever
-	// master is up by then.
+	// The server lost: the reference steps down after the hold, says so
+	// (RESIGN), and no guest says it follows UTC any more; the clocks
+	// keep together. One of the slaves takes over at once (a fraction of
+	// a second in the simulator; before RESIGN they waited for their
+	// election timers, 6–15 s): the return below does not wait for it,
+	// so that the scenario stays short, and takes over whichever master
+	// is up by then.
 	hc.stop()
 	lost := time.Now()
 	st, err = awaitReference(s.gs, ref.name, false, refBound)
