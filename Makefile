@@ -263,6 +263,9 @@ FUZZTIME ?= 3m
 fuzz:
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshalExt$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshalSource$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshalReference$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tsp -run '^$$' -fuzz '^FuzzUnmarshalResign$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tsp/auth -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tsp/auth -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./clocksync -run '^$$' -fuzz '^FuzzProbeUnmarshal$$' -fuzztime $(FUZZTIME)
