@@ -43,12 +43,12 @@ func WritePlot(file string, panels []Panel) error {
 		return fmt.Errorf("plot %q: want a .png file", file)
 	}
 	colour := map[string]int{}
-	plots := make([][]*plot.Plot, len(panels))
+	plots := make([][]*plot.Plot, len(panels)) // plot.Align would leave a gap under the title
 	for i, pn := range panels {
 		p := plot.New()
 		p.Title.Text = pn.Title
 		p.X.Label.Text = "seconds since the simultaneous start"
-		p.Y.Label.Text = "spread of the clocks (max − min)"
+		p.Y.Label.Text = "spread, max − min"
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = decades{}
 		p.Legend.Top = true
@@ -80,7 +80,10 @@ func WritePlot(file string, panels []Panel) error {
 			p.Legend.Add(l.Label, line)
 			drawn = true
 		}
-		if !drawn { // an empty log axis cannot be drawn: give it a decade
+		p.X.Min = 0
+		if drawn { // whole decades, the lines off the frame
+			p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(p.Y.Min))), math.Pow(10, math.Ceil(math.Log10(p.Y.Max)+0.01))
+		} else { // an empty log axis cannot be drawn: give it a range
 			p.Y.Min, p.Y.Max = SpreadFloor, 1
 		}
 		plots[i] = []*plot.Plot{p}
@@ -90,9 +93,8 @@ func WritePlot(file string, panels []Panel) error {
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
 		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadY: vg.Millimeter * 6}
-	canvases := plot.Align(plots, tiles, dc)
 	for i := range plots {
-		plots[i][0].Draw(canvases[i][0])
+		plots[i][0].Draw(tiles.At(dc, 0, i))
 	}
 	f, err := os.Create(file)
 	if err != nil {
