@@ -228,23 +228,32 @@ bench:
 bench-flood: build
 	$(GO) run ./cmd/bench-flood -bin $(BIN)
 
-## bench-net: issue 15's real-network benchmark: for each N of BENCH_NET_N,
-## N daemons of bin/ in N network namespaces on one bridge, simulated clocks
-## (offsets within ±0.5 s, drifts within ±50 ppm, seeded), fast profile, all
-## released at once; the time to one master, the steady spread of the clocks
-## (p50/p95/max over BENCH_NET_ROUNDS sync rounds), the time until the spread
-## stays < 1 ms and < 100 µs, packets per slave per round, RSS and CPU per
-## daemon, as one table beside BSD's figures. Needs root; about 6 minutes
-## for 5,20,50; leaves nothing (namespaces, links, the firewall rule it adds).
+## bench-net: issues 15 and 20's real-network benchmark: for each N of
+## BENCH_NET_N and each profile of BENCH_NET_PROFILE (defaults: adaptive rounds;
+## fast: 4 s rounds; bsd: BSD-equivalent settings), N daemons of bin/ in N
+## network namespaces on one bridge, simulated clocks (offsets within ±0.5 s,
+## drifts within ±50 ppm, wandering as crystals do, seeded), all released at
+## once and sampled every second for BENCH_NET_DURATION; one table per N, a
+## column per profile beside BSD's figures: the time to one master, the steady
+## spread (p50/p95/max over the last BENCH_NET_STEADY), the time until the
+## spread stays < 1 ms and < 100 µs, packets per slave per minute (whole run,
+## steady window) beside BSD's 3, per round, RSS and CPU per daemon; and
+## BENCH_NET_PNG, the spread over time, a panel per N, a line per profile.
+## Needs root; about an hour with the defaults (9 runs of 6 min; N=5 with
+## BENCH_NET_DURATION=2m BENCH_NET_STEADY=1m: 7 min); leaves nothing
+## (namespaces, links, the firewall rule it adds).
 ## BENCH_NET_FAMILY: the links' families, a run per family and N (ipv4, ipv6:
 ## IPv6-only links, where the daemons meet through the link-local group), e.g.
-## `make bench-net BENCH_NET_N=20 BENCH_NET_FAMILY=ipv4,ipv6`.
-BENCH_NET_N      ?= 5,20,50
-BENCH_NET_ROUNDS ?= 12
-BENCH_NET_SEED   ?= 1
-BENCH_NET_FAMILY ?= ipv4
+## `make bench-net BENCH_NET_N=20 BENCH_NET_PROFILE=fast BENCH_NET_FAMILY=ipv4,ipv6`.
+BENCH_NET_N        ?= 5,20,50
+BENCH_NET_PROFILE  ?= defaults,fast,bsd
+BENCH_NET_DURATION ?= 6m
+BENCH_NET_STEADY   ?= 4m
+BENCH_NET_PNG      ?= bench-net.png
+BENCH_NET_SEED     ?= 1
+BENCH_NET_FAMILY   ?= ipv4
 bench-net: build
-	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY)
+	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -profile $(BENCH_NET_PROFILE) -duration $(BENCH_NET_DURATION) -steady $(BENCH_NET_STEADY) -png $(BENCH_NET_PNG) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY)
 
 ## bench-defaults: issue 20's figures in virtual time (simsync's
 ## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the

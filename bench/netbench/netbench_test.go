@@ -169,11 +169,17 @@ func TestAnalyze(t *testing.T) {
 	if f.Settled1ms {
 		t.Error("spreads of 50 ms and more: not under 1 ms")
 	}
-	ss[len(ss)-1].Master = 0
-	if f := Analyze(ss, 10*time.Second, time.Second); !math.IsNaN(f.PacketsPerSlaveRound) {
-		t.Errorf("master changed in the window: %v packets per slave per round, want none", f.PacketsPerSlaveRound)
+	// 25 packets a second per slave without LOOP, from the release on
+	// (the counts are 0 at 0 s) and over the window alike.
+	if math.Abs(f.PerSlaveMinute-1500) > 1e-9 || math.Abs(f.PerSlaveMinuteSteady-1500) > 1e-9 {
+		t.Errorf("%v packets per slave per minute, %v in the window; want 1500, 1500", f.PerSlaveMinute, f.PerSlaveMinuteSteady)
 	}
-	if f := Analyze(nil, time.Second, 0); f.HasMaster || f.SpreadSamples != 0 || !math.IsNaN(f.P50) {
+	ss[len(ss)-1].Master = 0
+	if f := Analyze(ss, 10*time.Second, time.Second); !math.IsNaN(f.PacketsPerSlaveRound) || !math.IsNaN(f.PerSlaveMinuteSteady) || math.IsNaN(f.PerSlaveMinute) {
+		t.Errorf("master changed in the window: %v packets per slave per round, %v per minute in the window, want none; %v over the run, want one",
+			f.PacketsPerSlaveRound, f.PerSlaveMinuteSteady, f.PerSlaveMinute)
+	}
+	if f := Analyze(nil, time.Second, 0); f.HasMaster || f.SpreadSamples != 0 || !math.IsNaN(f.P50) || !math.IsNaN(f.PerSlaveMinute) {
 		t.Errorf("no samples: %+v", f)
 	}
 }
@@ -246,11 +252,12 @@ timed_state{network="x",state="master"} 1
 // as many columns, padded to one width per column; a failed N says why.
 func TestTable(t *testing.T) {
 	ok := Analyze([]Sample{sample(1, 0.002), {At: 2 * time.Second, Offsets: []float64{0, 35e-6}, Master: 0, Rounds: -1}}, time.Second, 0)
-	rs := []Result{{N: 5, Figures: ok, RSSMedian: 12 << 20, RSSMax: 13 << 20, Unsettled: true},
+	ok.PerSlaveMinute, ok.PerSlaveMinuteSteady = 4.25, 2
+	rs := []Result{{N: 5, Figures: ok, RSSMedian: 12 << 20, RSSMax: 13 << 20, Unsettled: true, Interval: 4 * time.Second},
 		{N: 20, Figures: Analyze(nil, 0, 0), Err: errNoMaster}}
-	out := Table(rs, 4*time.Second)
+	out := Table(rs)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 10 {
+	if len(lines) != 11 {
 		t.Fatalf("%d lines:\n%s", len(lines), out)
 	}
 	width := utf8.RuneCountInString(lines[0])
@@ -259,8 +266,8 @@ func TestTable(t *testing.T) {
 			t.Fatalf("ragged line %q in\n%s", l, out)
 		}
 	}
-	for _, want := range []string{"| measure", "N=5", "N=20", "| ---", "2.0 s", "35 µs / 35 µs / 35 µs (last rounds, not settled)",
-		"2.0 s (0.5 rounds)", "12.0 / 13.0 MB", "failed: no master / none", AnchorMaster, AnchorPackets} {
+	for _, want := range []string{"| measure", "N=5", "N=20", "| ---", "2.0 s", "35 µs / 35 µs / 35 µs (not settled",
+		"2.0 s (0.5 rounds)", "12.0 / 13.0 MB", "failed: no master / none", "4.2 / 2.0", "— / —", AnchorMaster, AnchorPackets, AnchorMinute} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
@@ -271,11 +278,11 @@ func TestTable(t *testing.T) {
 // family; IPv4 alone keeps the plain N=… headers.
 func TestTableFamilies(t *testing.T) {
 	f := Analyze(nil, 0, 0)
-	out := Table([]Result{{N: 20, Figures: f}, {N: 20, Family: IPv6, Figures: f}}, time.Second)
+	out := Table([]Result{{N: 20, Figures: f}, {N: 20, Family: IPv6, Figures: f}})
 	if !strings.Contains(out, "N=20 IPv4") || !strings.Contains(out, "N=20 IPv6") {
 		t.Errorf("headers in\n%s", out)
 	}
-	if out := Table([]Result{{N: 20, Figures: f}}, time.Second); strings.Contains(out, "IPv4") {
+	if out := Table([]Result{{N: 20, Figures: f}}); strings.Contains(out, "IPv4") {
 		t.Errorf("IPv4 alone named in\n%s", out)
 	}
 }

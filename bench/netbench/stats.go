@@ -106,6 +106,12 @@ type Figures struct {
 	// measurement and the correction, BSD's anchor's basis.
 	MeasurePacketsPerSlaveRound float64
 	Rounds                      float64 // sync rounds in the window
+	// PerSlaveMinute is the slaves' packets without LOOP (sent and
+	// received) per slave and per minute, from the release to the end of
+	// the run; PerSlaveMinuteSteady the same over the steady window. NaN
+	// where unknown (or, in the window, the master changed). BSD's
+	// anchor: 12 a 240 s round, 3 a minute.
+	PerSlaveMinute, PerSlaveMinuteSteady float64
 	// CPU over the window, as a fraction of one core: the master's, and
 	// the median slave's; NaN when unknown.
 	CPUMaster, CPUSlave float64
@@ -117,7 +123,7 @@ type Figures struct {
 // when it has been for hold at the end.
 func Analyze(ss []Sample, window, hold time.Duration) Figures {
 	f := Figures{PacketsPerSlaveRound: math.NaN(), MeasurePacketsPerSlaveRound: math.NaN(), CPUMaster: math.NaN(), CPUSlave: math.NaN(),
-		P50: math.NaN(), P95: math.NaN(), Max: math.NaN()}
+		P50: math.NaN(), P95: math.NaN(), Max: math.NaN(), PerSlaveMinute: math.NaN(), PerSlaveMinuteSteady: math.NaN()}
 	f.MasterAfter, f.HasMaster = FirstMaster(ss)
 	f.Under1ms, f.Settled1ms = ForGood(ss, 1e-3, hold)
 	f.Under100us, f.Settled100us = ForGood(ss, 100e-6, hold)
@@ -148,6 +154,7 @@ func Analyze(ss []Sample, window, hold time.Duration) Figures {
 		f.P50, f.P95, f.Max = Percentile(spreads, 50), Percentile(spreads, 95), slices.Max(spreads)
 		f.PollP95 = time.Duration(Percentile(polls, 95))
 	}
+	f.PerSlaveMinute, f.PerSlaveMinuteSteady = budget(ss, from)
 	if first == nil || first == last || first.Master != last.Master {
 		return f
 	}
@@ -171,6 +178,76 @@ func Analyze(ss []Sample, window, hold time.Duration) Figures {
 		f.CPUSlave = Percentile(slaves, 50)
 	}
 	return f
+}
+
+// budget is packets per slave per minute from the release to the last
+// sample with packets and a master, and from the first such sample after
+// from to that one (NaN if the master changed between them).
+func budget(ss []Sample, from time.Duration) (run, steady float64) {
+	var first, last *Sample
+	for i := range ss {
+		s := &ss[i]
+		if s.Master < 0 || s.Packets == nil {
+			continue
+		}
+		if first == nil && s.At > from {
+			first = s
+		}
+		last = s
+	}
+	run, steady = math.NaN(), math.NaN()
+	if last == nil {
+		return run, steady
+	}
+	run = PerSlaveMinute(Sample{}, *last)
+	if first != nil && first.Master == last.Master {
+		steady = PerSlaveMinute(*first, *last)
+	}
+	return run, steady
+}
+
+// PerSlaveMinute is the growth of the slaves' packets without LOOP
+// (every daemon's but to's master) from one sample to a later one, per
+// slave and per minute: BSD's budget's measure. A from without packets
+// stands for the release, when every count was 0. NaN where to has no
+// master or no packets, or no time passed.
+func PerSlaveMinute(from, to Sample) float64 {
+	n := len(to.Packets)
+	if to.Master < 0 || n < 2 || len(to.Loops) != n || to.At <= from.At {
+		return math.NaN()
+	}
+	if from.Packets == nil {
+		from.Packets, from.Loops = make([]uint64, n), make([]uint64, n)
+	}
+	if len(from.Packets) != n || len(from.Loops) != n {
+		return math.NaN()
+	}
+	var p uint64
+	for i := range n {
+		if i != to.Master {
+			p += (to.Packets[i] - to.Loops[i]) - (from.Packets[i] - from.Loops[i])
+		}
+	}
+	return float64(p) / float64(n-1) / (to.At - from.At).Minutes()
+}
+
+// Point is the spread of one sample: its time since the release, and
+// max − min of the offsets, in seconds.
+type Point struct {
+	At     time.Duration
+	Spread float64
+}
+
+// Series is the spread over time: a point per sample in which every
+// daemon answered, in the samples' order.
+func Series(ss []Sample) []Point {
+	var ps []Point
+	for _, s := range ss {
+		if s.Offsets != nil {
+			ps = append(ps, Point{At: s.At, Spread: Spread(s.Offsets)})
+		}
+	}
+	return ps
 }
 
 // perSlaveRound is the slaves' (every daemon but the master m) growth of

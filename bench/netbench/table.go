@@ -13,9 +13,14 @@ import (
 type Result struct {
 	N      int
 	Family Family // what the links held: IPv4 (BSD's broadcast) or IPv6 (the link-local group)
-	Err    error  // the run failed: its figures are what was measured before
-	// Unsettled: the spread did not stay under 1 ms long enough, so the
-	// steady window is only the run's last rounds.
+	// Profile is the daemons' settings; a zero one is named nowhere.
+	Profile Profile
+	// Interval is the profile's sync interval, where rounds are fixed (0
+	// where they adapt): the table gives times in rounds too.
+	Interval time.Duration
+	Err      error // the run failed: its figures are what was measured before
+	// Unsettled: the spread did not stay under 1 ms through the steady
+	// window, so that window is not a steady state.
 	Unsettled bool
 	Figures
 	RSSMedian, RSSMax uint64 // bytes, at the end of the run
@@ -27,15 +32,20 @@ const (
 	AnchorSpread  = "TEMPO paper: ~20 ms"
 	AnchorSettle  = "BSD: never (TEMPO: ~20 ms)"
 	AnchorPackets = "BSD: ~12 (5 ICMP timestamp pairs + ADJTIME + ACK)"
+	AnchorMinute  = "BSD: 3 (12 a 240 s round); budget: ≤ 6 over the first hour, ≤ 3 steady"
 )
 
 // Table is the results as a Markdown table: a row per measure, a column
-// per N (and family, where a run was not on IPv4), and BSD's figure last.
-func Table(rs []Result, interval time.Duration) string {
+// per run (N, its profile where one is named, and its family where a run
+// was not on IPv4), and BSD's figure last.
+func Table(rs []Result) string {
 	header := []string{"measure"}
 	families := slices.ContainsFunc(rs, func(r Result) bool { return r.Family != IPv4 })
 	for _, r := range rs {
 		h := fmt.Sprintf("N=%d", r.N)
+		if r.Profile.Label != "" {
+			h += " " + r.Profile.Label
+		}
 		if families {
 			h += " " + r.Family.String()
 		}
@@ -49,7 +59,7 @@ func Table(rs []Result, interval time.Duration) string {
 		}
 		return append(cells, anchor)
 	}
-	settle := func(d time.Duration, ok bool) string {
+	settle := func(d time.Duration, ok bool, interval time.Duration) string {
 		if !ok {
 			return "not in the run"
 		}
@@ -75,12 +85,15 @@ func Table(rs []Result, interval time.Duration) string {
 			}
 			s := Seconds(r.P50) + " / " + Seconds(r.P95) + " / " + Seconds(r.Max)
 			if r.Unsettled {
-				s += " (last rounds, not settled)"
+				s += " (not settled: not under 1 ms for the window)"
 			}
 			return s
 		}),
-		row("time until spread < 1 ms for good", AnchorSettle, func(r Result) string { return settle(r.Under1ms, r.Settled1ms) }),
-		row("time until spread < 100 µs for good", AnchorSettle, func(r Result) string { return settle(r.Under100us, r.Settled100us) }),
+		row("time until spread < 1 ms for good", AnchorSettle, func(r Result) string { return settle(r.Under1ms, r.Settled1ms, r.Interval) }),
+		row("time until spread < 100 µs for good", AnchorSettle, func(r Result) string { return settle(r.Under100us, r.Settled100us, r.Interval) }),
+		row("packets per slave per minute without LOOP, whole run / steady window", AnchorMinute, func(r Result) string {
+			return number(r.PerSlaveMinute, "%.1f") + " / " + number(r.PerSlaveMinuteSteady, "%.1f")
+		}),
 		row("packets per slave per sync round, all / without LOOP", AnchorPackets, func(r Result) string {
 			return number(r.PacketsPerSlaveRound, "%.1f") + " / " + number(r.MeasurePacketsPerSlaveRound, "%.1f")
 		}),
