@@ -125,26 +125,22 @@ func (d *Daemon) resignPacket(r udp.Received) {
 // runtime's network up (not with --bsd-compat).
 func (rt *netRuntime) tellResign(a election.TellResign) {
 	payload, err := tsp.ResignPayload{Slaves: min(a.Slaves, tsp.MaxResignSlaves)}.Marshal()
-	if err != nil || rt.d.bsdCompat {
+	if err != nil {
+		rt.log.WithError(err).Debug("resignation not sent")
 		return
 	}
-	p := tsp.ExtPacket{Kind: tsp.ExtResign, Payload: payload}
-	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
-		rt.log.WithError(err).Debug("resignation not sent")
-	}
+	rt.broadcastExt(tsp.ExtPacket{Kind: tsp.ExtResign, Payload: payload}, "resignation")
 }
 
 // tellReference broadcasts this host's claim on the runtime's network
 // (not with --bsd-compat).
 func (rt *netRuntime) tellReference(a election.TellReference) {
 	payload, err := tsp.ReferencePayload{MaxError: min(a.MaxError, tsp.MaxReferenceError)}.Marshal()
-	if err != nil || rt.d.bsdCompat {
+	if err != nil {
+		rt.log.WithError(err).Debug("reference claim not sent")
 		return
 	}
-	p := tsp.ExtPacket{Kind: tsp.ExtReference, Payload: payload}
-	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
-		rt.log.WithError(err).Debug("reference claim not sent")
-	}
+	rt.broadcastExt(tsp.ExtPacket{Kind: tsp.ExtReference, Payload: payload}, "reference claim")
 }
 
 // spanPacket hands a host's word that it serves both families of the
@@ -167,12 +163,17 @@ func (d *Daemon) spanPacket(r udp.Received) {
 // tellSpan broadcasts on the runtime's network that this host serves
 // both families of its link (not with --bsd-compat).
 func (rt *netRuntime) tellSpan() {
+	rt.broadcastExt(tsp.ExtPacket{Kind: tsp.ExtSpan}, "span announcement")
+}
+
+// broadcastExt broadcasts p on the runtime's network; what names it in
+// the log if that fails. A --bsd-compat daemon sends no version 2.
+func (rt *netRuntime) broadcastExt(p tsp.ExtPacket, what string) {
 	if rt.d.bsdCompat {
 		return
 	}
-	p := tsp.ExtPacket{Kind: tsp.ExtSpan}
 	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
-		rt.log.WithError(err).Debug("span announcement not sent")
+		rt.log.WithError(err).Debug(what + " not sent")
 	}
 }
 
