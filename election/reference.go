@@ -276,9 +276,9 @@ func (h *Host) claimNetworks() {
 			h.takeOver(i, q, "a reference outranks master "+q.Name)
 		case r != 0 || !n.cfg.MayBeMaster:
 		case h.spanRank(i, q.Addr, q.Name) < 0:
-			h.takeOver(i, q, "a host on both families of the link outranks master "+q.Name)
+			h.takeOver(i, q, spanWhy(q))
 		case h.linkOutranks(i, q):
-			h.takeOver(i, q, "one master per link: we master its other family and outrank "+q.Name)
+			h.takeOver(i, q, linkWhy(q))
 		}
 	}
 	if h.slave >= 0 && !h.follows(h.slave) {

@@ -147,6 +147,21 @@ func (h *Host) masterOutranks(i int, q Peer) int {
 	return h.spanRank(i, q.Addr, q.Name)
 }
 
+// spanOutranks reports whether this host outranks master q on network i
+// by spanning the link, references being equal (none claims, or both
+// claim alike).
+func (h *Host) spanOutranks(i int, q Peer) bool {
+	return h.refRank(i, q.Addr, q.Name) == 0 && h.spanRank(i, q.Addr, q.Name) < 0
+}
+
+// spanWhy and linkWhy say why this host takes master q's network over
+// (or would): it spans the link and q does not (spanOutranks); it masters
+// the link's other family and outranks q (linkOutranks).
+func spanWhy(q Peer) string { return "a host on both families of the link outranks master " + q.Name }
+func linkWhy(q Peer) string {
+	return "one master per link: we master its other family and outrank " + q.Name
+}
+
 // mastersSibling reports whether this host masters another family of
 // network i's link.
 func (h *Host) mastersSibling(i int) bool {
