@@ -367,7 +367,7 @@ func (h *Host) finish() []NetAction {
 		h.announce()
 	}
 	out := h.out[:0]
-	for _, a := range h.announcedSpan(h.announced(h.out)) {
+	for _, a := range h.announced(h.out) {
 		switch x := a.Action.(type) {
 		case AdjustClock, SetClock:
 			if len(h.nets) > 1 && a.Net != h.slave {

@@ -211,22 +211,3 @@ func (h *Host) followsSpanner(j int) bool {
 	name, ok := h.SpansFrom(h.slave, mp.Addr)
 	return ok && name == mp.Name
 }
-
-// announcedSpan puts a TellSpan before each MASTERUP, LOOP, MASTERACK and
-// QUIT this host sends on a network it spans (finish).
-func (h *Host) announcedSpan(out []NetAction) []NetAction {
-	var with []NetAction
-	for _, a := range out {
-		if s, ok := a.Action.(Send); ok && h.nets[a.Net].span {
-			n := h.nets[a.Net]
-			switch t := s.Packet.Type; {
-			case t == tsp.MasterUp || t == tsp.Quit,
-				(t == tsp.Loop || t == tsp.MasterAck) && h.now.Sub(n.toldSpan) >= n.cfg.announceGap():
-				n.toldSpan = h.now
-				with = append(with, NetAction{Net: a.Net, Action: TellSpan{}})
-			}
-		}
-		with = append(with, a)
-	}
-	return with
-}
