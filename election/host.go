@@ -116,11 +116,11 @@ type hostNet struct {
 	// when ours was last announced here.
 	refs    map[netip.AddrPort]heardRef
 	toldRef time.Time
-	// span: this network is one family of a link whose other family the
-	// host serves too (Config.Link); spans: the announcements of
-	// spanning hosts heard here, toldSpan: when ours was last made here
-	// (span.go).
-	span     bool
+	// siblings: the host's other networks on this one's link, its other
+	// family (Config.Link; none: it does not span); spans: the
+	// announcements of spanning hosts heard here, toldSpan: when ours was
+	// last made here (span.go).
+	siblings []int
 	spans    map[netip.AddrPort]heardSpan
 	toldSpan time.Time
 }

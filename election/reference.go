@@ -261,7 +261,7 @@ func (h *Host) refRank(i int, from netip.AddrPort, name string) int {
 // family it masters.
 func (h *Host) claimNetworks() {
 	for i, n := range h.nets {
-		if n.mode != netRunning || (!h.claim && !n.span) {
+		if n.mode != netRunning || (!h.claim && !n.span()) {
 			continue
 		}
 		m := n.m
@@ -306,7 +306,7 @@ func (h *Host) announced(out []NetAction) []NetAction {
 			if h.claim && h.announceDue(n, s.Packet.Type, &n.toldRef) {
 				tell = append(tell, TellReference{MaxError: h.claimErr})
 			}
-			if n.span && h.announceDue(n, s.Packet.Type, &n.toldSpan) {
+			if n.span() && h.announceDue(n, s.Packet.Type, &n.toldSpan) {
 				tell = append(tell, TellSpan{})
 			}
 			if len(tell) > 0 && with == nil {
