@@ -13,8 +13,10 @@ import (
 
 // receiveExt handles our version-2 extensions: clock probes are answered
 // at once (their timestamps are backdated to the kernel's arrival stamp,
-// so time spent queued here does not count), replies go to the prober;
-// questions for time sources and their answers go to the Host.
+// so time spent queued here does not count), replies go to the prober,
+// ring messages to the ring; questions for time sources and their
+// answers, references' claims, spans and resignations go to the Host, on
+// the network they came from.
 func (d *Daemon) receiveExt(r udp.Received) {
 	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, At: r.At}
 	switch r.Ext.Kind {
