@@ -91,36 +91,37 @@ func (rt *netRuntime) tellSource(a election.TellSource) {
 // referencePacket hands a reference's claim to the Host, on the network
 // it came from; the Host keeps claims from trusted addresses only.
 func (d *Daemon) referencePacket(r udp.Received) {
-	rt := d.runtimeFor(r.Network)
-	if rt == nil {
-		return
-	}
-	p, err := tsp.UnmarshalReference(r.Ext.Payload)
-	if err != nil {
-		if e := d.peerLog("bad reference claim", r.From); e != nil {
-			e.WithError(err).Debug("bad reference claim")
-		}
-		return
-	}
-	rt.step(election.ReferenceHeard{From: r.From, Name: r.Ext.Name, MaxError: p.MaxError}, time.Time{})
+	toHost(d, r, "bad reference claim", tsp.UnmarshalReference, func(p tsp.ReferencePayload) election.Event {
+		return election.ReferenceHeard{From: r.From, Name: r.Ext.Name, MaxError: p.MaxError}
+	})
 }
 
 // resignPacket hands a master's resignation to the Host, on the network
 // it came from; the Host takes it from trusted addresses only, and the
 // machine from the master it follows only.
 func (d *Daemon) resignPacket(r udp.Received) {
+	toHost(d, r, "bad resignation", tsp.UnmarshalResign, func(p tsp.ResignPayload) election.Event {
+		return election.ResignHeard{From: r.From, Name: r.Ext.Name, Slaves: p.Slaves}
+	})
+}
+
+// toHost decodes an extension's payload and hands the Host the event ev
+// makes of it, on the network it came from; a payload that does not
+// decode is dropped, logged as bad (what) at most once a minute per
+// source.
+func toHost[P any](d *Daemon, r udp.Received, what string, decode func([]byte) (P, error), ev func(P) election.Event) {
 	rt := d.runtimeFor(r.Network)
 	if rt == nil {
 		return
 	}
-	p, err := tsp.UnmarshalResign(r.Ext.Payload)
+	p, err := decode(r.Ext.Payload)
 	if err != nil {
-		if e := d.peerLog("bad resignation", r.From); e != nil {
-			e.WithError(err).Debug("bad resignation")
+		if e := d.peerLog(what, r.From); e != nil {
+			e.WithError(err).Debug(what)
 		}
 		return
 	}
-	rt.step(election.ResignHeard{From: r.From, Name: r.Ext.Name, Slaves: p.Slaves}, time.Time{})
+	rt.step(ev(p), time.Time{})
 }
 
 // tellResign broadcasts that this host gives its master's place on the
