@@ -153,7 +153,8 @@ func (d *Discipline) Weight() float64 { return d.weight }
 // interval's, 2σ_e/τ from the corrections' phase error σ_e (learnt) and
 // b·√τ from the frequency's random walk since (b = Stability/√1000 s):
 // τ = (4σ_e/b)^(2/3), at most Horizon. With 1.5 µs of noise on a LAN and
-// a typical crystal (0.03 ppm) that is 342 s, where the 32 min mean lags
+// a typical crystal (0.03 ppm) that is 342 s (136 s with the default
+// Stability, four times that wander), where the 32 min mean lags
 // a random walk by several times its noise: a 30-minute simulation of
 // N = 50 such clocks in 240 s rounds held the spread within 53 µs
 // (p95) with the long mean and 29 µs with a 4-minute one. While the

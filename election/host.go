@@ -116,11 +116,11 @@ type hostNet struct {
 	// when ours was last announced here.
 	refs    map[netip.AddrPort]heardRef
 	toldRef time.Time
-	// span: this network is one family of a link whose other family the
-	// host serves too (Config.Link); spans: the announcements of
-	// spanning hosts heard here, toldSpan: when ours was last made here
-	// (span.go).
-	span     bool
+	// siblings: the host's other networks on this one's link, its other
+	// family (Config.Link; none: it does not span); spans: the
+	// announcements of spanning hosts heard here, toldSpan: when ours was
+	// last made here (span.go).
+	siblings []int
 	spans    map[netip.AddrPort]heardSpan
 	toldSpan time.Time
 }
@@ -367,7 +367,7 @@ func (h *Host) finish() []NetAction {
 		h.announce()
 	}
 	out := h.out[:0]
-	for _, a := range h.announcedSpan(h.announced(h.out)) {
+	for _, a := range h.announced(h.out) {
 		switch x := a.Action.(type) {
 		case AdjustClock, SetClock:
 			if len(h.nets) > 1 && a.Net != h.slave {
@@ -592,11 +592,8 @@ func (h *Host) root() string {
 // and when both follow the same one: two masters of one tree on one
 // network, of which the loser ignores the network.
 func (h *Host) rivalRank(i int, from netip.AddrPort, name string) int {
-	if r := h.refRank(i, from, name); r != 0 {
-		return r // references first (reference.go)
-	}
-	if r := h.spanRank(i, from, name); r != 0 {
-		return r // then hosts that span the link (span.go)
+	if r := h.masterOutranks(i, Peer{Name: name, Addr: from}); r != 0 {
+		return r // references first (reference.go), then spanning (span.go)
 	}
 	mine := h.root()
 	theirs, fwd := h.rootAt(i, from, name)
@@ -725,12 +722,12 @@ func (h *Host) settle(j int) {
 		h.takeOver(j, q, "a reference outranks master "+q.Name) // reference.go
 		return
 	}
-	if eligible && h.refRank(j, q.Addr, q.Name) == 0 && h.spanRank(j, q.Addr, q.Name) < 0 {
-		h.takeOver(j, q, "a host on both families of the link outranks master "+q.Name) // span.go
+	if eligible && h.spanOutranks(j, q) {
+		h.takeOver(j, q, spanWhy(q)) // span.go
 		return
 	}
 	if h.linkOutranks(j, q) {
-		h.takeOver(j, q, "one master per link: we master its other family and outrank "+q.Name) // span.go
+		h.takeOver(j, q, linkWhy(q)) // span.go
 		return
 	}
 	switch {
@@ -960,14 +957,14 @@ func (h *Host) lookReason(j int) (why string, pending Peer) {
 		return "no master heard" + h.lastLoopAgo(j), Peer{}
 	}
 	q := Peer{Name: name, Addr: a}
-	if h.refRank(j, q.Addr, q.Name) == 0 && h.spanRank(j, q.Addr, q.Name) < 0 {
-		return "a host on both families of the link outranks master " + q.Name, Peer{}
+	if h.spanOutranks(j, q) {
+		return spanWhy(q), Peer{}
 	}
 	if !h.known(j, a) || !h.ownRootKnown() {
 		return "", Peer{Name: name, Addr: a}
 	}
 	if h.linkOutranks(j, q) {
-		return "one master per link: we master its other family and outrank " + q.Name, Peer{}
+		return linkWhy(q), Peer{}
 	}
 	switch order, r, mine := h.compareSource(j, q); order {
 	case theirsOutranks:

@@ -122,8 +122,9 @@ type heardRef struct {
 	at     time.Time
 }
 
-// maxRefs bounds a network's table of claims heard: forged claims from
-// ever new addresses must not grow it.
+// maxRefs bounds a network's tables of claims and of spans heard
+// (boundedPut): forged announcements from ever new addresses must not
+// grow them.
 const maxRefs = 64
 
 // refBucket is how maxerrors compare: by powers of two of a millisecond
@@ -260,7 +261,7 @@ func (h *Host) refRank(i int, from netip.AddrPort, name string) int {
 // family it masters.
 func (h *Host) claimNetworks() {
 	for i, n := range h.nets {
-		if n.mode != netRunning || (!h.claim && !n.span) {
+		if n.mode != netRunning || (!h.claim && !n.span()) {
 			continue
 		}
 		m := n.m
@@ -276,9 +277,9 @@ func (h *Host) claimNetworks() {
 			h.takeOver(i, q, "a reference outranks master "+q.Name)
 		case r != 0 || !n.cfg.MayBeMaster:
 		case h.spanRank(i, q.Addr, q.Name) < 0:
-			h.takeOver(i, q, "a host on both families of the link outranks master "+q.Name)
+			h.takeOver(i, q, spanWhy(q))
 		case h.linkOutranks(i, q):
-			h.takeOver(i, q, "one master per link: we master its other family and outrank "+q.Name)
+			h.takeOver(i, q, linkWhy(q))
 		}
 	}
 	if h.slave >= 0 && !h.follows(h.slave) {
@@ -290,24 +291,51 @@ func (h *Host) claimNetworks() {
 // before anything but MASTERUP and QUIT.
 func (c Config) announceGap() time.Duration { return c.Retransmit[0] / 2 }
 
-// announce puts a TellReference before each MASTERUP, LOOP, MASTERACK
-// and QUIT of a claiming reference in out (finish).
+// announced puts the announcements due before the packets out sends
+// (finish): a claiming reference's TellReference, then, on a network the
+// host spans, TellSpan (span.go), each before every MASTERUP and QUIT, and
+// before a LOOP or MASTERACK at most once per announceGap. out comes back
+// as it is where none is due.
 func (h *Host) announced(out []NetAction) []NetAction {
-	if !h.claim {
-		return out
-	}
 	var with []NetAction
-	for _, a := range out {
+	for i, a := range out {
 		if s, ok := a.Action.(Send); ok {
 			n := h.nets[a.Net]
-			switch t := s.Packet.Type; {
-			case t == tsp.MasterUp || t == tsp.Quit,
-				(t == tsp.Loop || t == tsp.MasterAck) && h.now.Sub(n.toldRef) >= n.cfg.announceGap():
-				n.toldRef = h.now
-				with = append(with, NetAction{Net: a.Net, Action: TellReference{MaxError: h.claimErr}})
+			var due [2]Action
+			tell := due[:0]
+			if h.claim && h.announceDue(n, s.Packet.Type, &n.toldRef) {
+				tell = append(tell, TellReference{MaxError: h.claimErr})
+			}
+			if n.span() && h.announceDue(n, s.Packet.Type, &n.toldSpan) {
+				tell = append(tell, TellSpan{})
+			}
+			if len(tell) > 0 && with == nil {
+				with = append(make([]NetAction, 0, len(out)+2), out[:i]...)
+			}
+			for _, t := range tell {
+				with = append(with, NetAction{Net: a.Net, Action: t})
 			}
 		}
-		with = append(with, a)
+		if with != nil {
+			with = append(with, a)
+		}
+	}
+	if with == nil {
+		return out
 	}
 	return with
+}
+
+// announceDue reports whether an announcement goes before a packet of
+// type t on network n, told being when the last went there (set to now
+// when one is due): before every MASTERUP and QUIT, and before a LOOP or
+// MASTERACK once per announceGap.
+func (h *Host) announceDue(n *hostNet, t tsp.Type, told *time.Time) bool {
+	switch {
+	case t == tsp.MasterUp || t == tsp.Quit,
+		(t == tsp.Loop || t == tsp.MasterAck) && h.now.Sub(*told) >= n.cfg.announceGap():
+		*told = h.now
+		return true
+	}
+	return false
 }

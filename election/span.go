@@ -67,22 +67,20 @@ type heardSpan struct {
 
 // Spans reports whether network i is one family of a link whose other
 // family this host serves too (Config.Link).
-func (h *Host) Spans(i int) bool { return i >= 0 && i < len(h.nets) && h.nets[i].span }
+func (h *Host) Spans(i int) bool { return i >= 0 && i < len(h.nets) && h.nets[i].span() }
 
 // Siblings are the other networks of network i's link (none when it does
 // not span).
 func (h *Host) Siblings(i int) []int {
-	if !h.Spans(i) {
+	if i < 0 || i >= len(h.nets) {
 		return nil
 	}
-	var out []int
-	for j, n := range h.nets {
-		if j != i && n.cfg.Link == h.nets[i].cfg.Link {
-			out = append(out, j)
-		}
-	}
-	return out
+	return slices.Clone(h.nets[i].siblings)
 }
+
+// span reports whether the network is one family of a link the host
+// spans.
+func (n *hostNet) span() bool { return len(n.siblings) > 0 }
 
 // SpansFrom reports whether the host at from announced on network i, in
 // the last two and a half rounds, that it spans the link; name is the name it
@@ -98,13 +96,13 @@ func (h *Host) SpansFrom(i int, from netip.AddrPort) (name string, ok bool) {
 	return s.name, true
 }
 
-// markLinks sets each network's span: its Config.Link is shared with
-// another network of the host.
+// markLinks sets each network's siblings: the host's other networks
+// with its non-zero Config.Link.
 func (h *Host) markLinks() {
 	for i, n := range h.nets {
 		for j, o := range h.nets {
 			if i != j && n.cfg.Link != 0 && n.cfg.Link == o.cfg.Link {
-				n.span = true
+				n.siblings = append(n.siblings, j)
 			}
 		}
 	}
@@ -126,7 +124,7 @@ func (h *Host) spanHeard(i int, e SpanHeard) {
 // announced that it does, +1 the other way round, 0 when both or neither
 // span (the time sources and names decide).
 func (h *Host) spanRank(i int, from netip.AddrPort, name string) int {
-	mine := h.nets[i].span
+	mine := h.nets[i].span()
 	n, ok := h.SpansFrom(i, from)
 	theirs := ok && n == name
 	switch {
@@ -147,10 +145,25 @@ func (h *Host) masterOutranks(i int, q Peer) int {
 	return h.spanRank(i, q.Addr, q.Name)
 }
 
+// spanOutranks reports whether this host outranks master q on network i
+// by spanning the link, references being equal (none claims, or both
+// claim alike).
+func (h *Host) spanOutranks(i int, q Peer) bool {
+	return h.refRank(i, q.Addr, q.Name) == 0 && h.spanRank(i, q.Addr, q.Name) < 0
+}
+
+// spanWhy and linkWhy say why this host takes master q's network over
+// (or would): it spans the link and q does not (spanOutranks); it masters
+// the link's other family and outranks q (linkOutranks).
+func spanWhy(q Peer) string { return "a host on both families of the link outranks master " + q.Name }
+func linkWhy(q Peer) string {
+	return "one master per link: we master its other family and outrank " + q.Name
+}
+
 // mastersSibling reports whether this host masters another family of
 // network i's link.
 func (h *Host) mastersSibling(i int) bool {
-	for _, k := range h.Siblings(i) {
+	for _, k := range h.nets[i].siblings {
 		if h.masters(k) {
 			return true
 		}
@@ -186,7 +199,7 @@ func (h *Host) linkOutranks(i int, q Peer) bool {
 // there), so a quiet spell of its LOOPs on j, which an ignored j hears
 // only passively, is no reason to take j back into use.
 func (h *Host) followsSpanner(j int) bool {
-	if h.slave < 0 || !slices.Contains(h.Siblings(j), h.slave) {
+	if h.slave < 0 || !slices.Contains(h.nets[j].siblings, h.slave) {
 		return false
 	}
 	mp, ok := h.nets[h.slave].m.Master()
@@ -195,23 +208,4 @@ func (h *Host) followsSpanner(j int) bool {
 	}
 	name, ok := h.SpansFrom(h.slave, mp.Addr)
 	return ok && name == mp.Name
-}
-
-// announcedSpan puts a TellSpan before each MASTERUP, LOOP, MASTERACK and
-// QUIT this host sends on a network it spans (finish).
-func (h *Host) announcedSpan(out []NetAction) []NetAction {
-	var with []NetAction
-	for _, a := range out {
-		if s, ok := a.Action.(Send); ok && h.nets[a.Net].span {
-			n := h.nets[a.Net]
-			switch t := s.Packet.Type; {
-			case t == tsp.MasterUp || t == tsp.Quit,
-				(t == tsp.Loop || t == tsp.MasterAck) && h.now.Sub(n.toldSpan) >= n.cfg.announceGap():
-				n.toldSpan = h.now
-				with = append(with, NetAction{Net: a.Net, Action: TellSpan{}})
-			}
-		}
-		with = append(with, a)
-	}
-	return with
 }

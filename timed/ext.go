@@ -13,8 +13,10 @@ import (
 
 // receiveExt handles our version-2 extensions: clock probes are answered
 // at once (their timestamps are backdated to the kernel's arrival stamp,
-// so time spent queued here does not count), replies go to the prober;
-// questions for time sources and their answers go to the Host.
+// so time spent queued here does not count), replies go to the prober,
+// ring messages to the ring; questions for time sources and their
+// answers, references' claims, spans and resignations go to the Host, on
+// the network they came from.
 func (d *Daemon) receiveExt(r udp.Received) {
 	dg := clocksync.Datagram{Packet: *r.Ext, From: r.From, At: r.At}
 	switch r.Ext.Kind {
@@ -89,62 +91,59 @@ func (rt *netRuntime) tellSource(a election.TellSource) {
 // referencePacket hands a reference's claim to the Host, on the network
 // it came from; the Host keeps claims from trusted addresses only.
 func (d *Daemon) referencePacket(r udp.Received) {
-	rt := d.runtimeFor(r.Network)
-	if rt == nil {
-		return
-	}
-	p, err := tsp.UnmarshalReference(r.Ext.Payload)
-	if err != nil {
-		if e := d.peerLog("bad reference claim", r.From); e != nil {
-			e.WithError(err).Debug("bad reference claim")
-		}
-		return
-	}
-	rt.step(election.ReferenceHeard{From: r.From, Name: r.Ext.Name, MaxError: p.MaxError}, time.Time{})
+	toHost(d, r, "bad reference claim", tsp.UnmarshalReference, func(p tsp.ReferencePayload) election.Event {
+		return election.ReferenceHeard{From: r.From, Name: r.Ext.Name, MaxError: p.MaxError}
+	})
 }
 
 // resignPacket hands a master's resignation to the Host, on the network
 // it came from; the Host takes it from trusted addresses only, and the
 // machine from the master it follows only.
 func (d *Daemon) resignPacket(r udp.Received) {
+	toHost(d, r, "bad resignation", tsp.UnmarshalResign, func(p tsp.ResignPayload) election.Event {
+		return election.ResignHeard{From: r.From, Name: r.Ext.Name, Slaves: p.Slaves}
+	})
+}
+
+// toHost decodes an extension's payload and hands the Host the event ev
+// makes of it, on the network it came from; a payload that does not
+// decode is dropped, logged as bad (what) at most once a minute per
+// source.
+func toHost[P any](d *Daemon, r udp.Received, what string, decode func([]byte) (P, error), ev func(P) election.Event) {
 	rt := d.runtimeFor(r.Network)
 	if rt == nil {
 		return
 	}
-	p, err := tsp.UnmarshalResign(r.Ext.Payload)
+	p, err := decode(r.Ext.Payload)
 	if err != nil {
-		if e := d.peerLog("bad resignation", r.From); e != nil {
-			e.WithError(err).Debug("bad resignation")
+		if e := d.peerLog(what, r.From); e != nil {
+			e.WithError(err).Debug(what)
 		}
 		return
 	}
-	rt.step(election.ResignHeard{From: r.From, Name: r.Ext.Name, Slaves: p.Slaves}, time.Time{})
+	rt.step(ev(p), time.Time{})
 }
 
 // tellResign broadcasts that this host gives its master's place on the
 // runtime's network up (not with --bsd-compat).
 func (rt *netRuntime) tellResign(a election.TellResign) {
 	payload, err := tsp.ResignPayload{Slaves: min(a.Slaves, tsp.MaxResignSlaves)}.Marshal()
-	if err != nil || rt.d.bsdCompat {
+	if err != nil {
+		rt.log.WithError(err).Debug("resignation not sent")
 		return
 	}
-	p := tsp.ExtPacket{Kind: tsp.ExtResign, Payload: payload}
-	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
-		rt.log.WithError(err).Debug("resignation not sent")
-	}
+	rt.broadcastExt(tsp.ExtPacket{Kind: tsp.ExtResign, Payload: payload}, "resignation")
 }
 
 // tellReference broadcasts this host's claim on the runtime's network
 // (not with --bsd-compat).
 func (rt *netRuntime) tellReference(a election.TellReference) {
 	payload, err := tsp.ReferencePayload{MaxError: min(a.MaxError, tsp.MaxReferenceError)}.Marshal()
-	if err != nil || rt.d.bsdCompat {
+	if err != nil {
+		rt.log.WithError(err).Debug("reference claim not sent")
 		return
 	}
-	p := tsp.ExtPacket{Kind: tsp.ExtReference, Payload: payload}
-	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
-		rt.log.WithError(err).Debug("reference claim not sent")
-	}
+	rt.broadcastExt(tsp.ExtPacket{Kind: tsp.ExtReference, Payload: payload}, "reference claim")
 }
 
 // spanPacket hands a host's word that it serves both families of the
@@ -167,12 +166,17 @@ func (d *Daemon) spanPacket(r udp.Received) {
 // tellSpan broadcasts on the runtime's network that this host serves
 // both families of its link (not with --bsd-compat).
 func (rt *netRuntime) tellSpan() {
+	rt.broadcastExt(tsp.ExtPacket{Kind: tsp.ExtSpan}, "span announcement")
+}
+
+// broadcastExt broadcasts p on the runtime's network; what names it in
+// the log if that fails. A --bsd-compat daemon sends no version 2.
+func (rt *netRuntime) broadcastExt(p tsp.ExtPacket, what string) {
 	if rt.d.bsdCompat {
 		return
 	}
-	p := tsp.ExtPacket{Kind: tsp.ExtSpan}
 	if err := rt.d.tr.BroadcastExt(&p, rt.network); err != nil {
-		rt.log.WithError(err).Debug("span announcement not sent")
+		rt.log.WithError(err).Debug(what + " not sent")
 	}
 }
 

@@ -2,6 +2,7 @@ package netbench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -40,15 +41,10 @@ func ParseProfiles(s string) ([]Profile, error) {
 	seen := map[string]bool{}
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
-		i := -1
-		for j, p := range Profiles {
-			if p.Name == name {
-				i = j
-			}
-		}
+		i := slices.IndexFunc(Profiles, func(p Profile) bool { return p.Name == name })
 		switch {
 		case i < 0:
-			return nil, fmt.Errorf("profile %q: want defaults, fast or bsd", name)
+			return nil, fmt.Errorf("profile %q: want one of %s", name, profileNames())
 		case seen[name]:
 			return nil, fmt.Errorf("profile %q given twice", name)
 		}
@@ -56,4 +52,13 @@ func ParseProfiles(s string) ([]Profile, error) {
 		ps = append(ps, Profiles[i])
 	}
 	return ps, nil
+}
+
+// profileNames lists Profiles' names, for messages.
+func profileNames() string {
+	names := make([]string, len(Profiles))
+	for i, p := range Profiles {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
 }

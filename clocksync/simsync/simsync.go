@@ -337,10 +337,9 @@ type sim struct {
 	res            Result
 	seq            uint16
 	faulty         int
-	master         int  // the master's index: 0, 1 after a takeover
-	dead           int  // the crashed master's index; -1: none
-	crashed        bool // the master crashed (Config.MasterCrashAt)
-	gen            int  // the mastership: a dead master's rounds and sends stop
+	master         int // the master's index: 0, 1 after a takeover
+	dead           int // the crashed master's index (Config.MasterCrashAt); -1: none
+	gen            int // the mastership: a dead master's rounds and sends stop
 }
 
 // Run runs one simulation.
@@ -415,7 +414,7 @@ func Run(cfg Config) (Result, error) {
 
 // crash kills the master; Takeover later host01 is master, new to all.
 func (sm *sim) crash() {
-	sm.crashed, sm.dead = true, sm.master
+	sm.dead = sm.master
 	sm.gen++
 	sm.s.After(sm.cfg.Takeover, func() {
 		sm.master = 1
@@ -447,6 +446,9 @@ func (sm *sim) roundOf(gen int) func() {
 		}
 	}
 }
+
+// crashed: the master crashed (Config.MasterCrashAt).
+func (sm *sim) crashed() bool { return sm.dead >= 0 }
 
 // isSlave: node i is a live slave of the current master.
 func (sm *sim) isSlave(i int) bool { return i != sm.master && i != sm.dead }
@@ -567,7 +569,7 @@ func (sm *sim) round() {
 				continue
 			}
 			c := clocksync.PlanJustified(nt.Offset, meas[i].Offset, verdicts[i].Slack, !sm.nodes[i].known, now, copt)
-			if sm.crashed && c.Type == tsp.SetTime {
+			if sm.crashed() && c.Type == tsp.SetTime {
 				sm.res.SetsAfterCrash++
 			}
 			hosts = append(hosts, clocksync.HostCorrection{Host: sm.nodes[i].name, Correction: c.Adjust, New: c.Type == tsp.SetTime})
@@ -722,7 +724,7 @@ func (sm *sim) count(a clocksync.Applied, err error) {
 	switch a.Action {
 	case clocksync.Stepped:
 		sm.res.Steps++
-		if sm.crashed {
+		if sm.crashed() {
 			sm.res.StepsAfterCrash++
 		}
 	case clocksync.Refused:
@@ -747,7 +749,7 @@ func (sm *sim) spread() time.Duration {
 
 func (sm *sim) sample() {
 	sp := sm.spread()
-	if sm.crashed {
+	if sm.crashed() {
 		sm.res.MaxAfterCrash = max(sm.res.MaxAfterCrash, sp)
 	}
 	if sp >= time.Millisecond {

@@ -102,7 +102,7 @@ const (
 // FamilyValues lists the accepted values, for messages.
 const FamilyValues = "auto, ipv4, ipv6, both"
 
-// ParseFamily accepts auto, ipv4 and ipv6 ("" is auto).
+// ParseFamily accepts auto, ipv4, ipv6 and both ("" is auto).
 func ParseFamily(s string) (Family, error) {
 	switch f := Family(strings.ToLower(strings.TrimSpace(s))); f {
 	case "", FamilyAuto:
