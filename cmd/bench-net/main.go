@@ -59,6 +59,7 @@ type opts struct {
 	every     time.Duration
 	keepLogs  string
 	masterMax time.Duration
+	load      int
 }
 
 func main() {
@@ -77,6 +78,7 @@ func main() {
 	flag.DurationVar(&o.osc.TempPeriod, "temp-period", clocksync.TypicalTempPeriod, "period of the temperature swing")
 	flag.DurationVar(&o.every, "every", time.Second, "how often every daemon is sampled once there is a master")
 	flag.DurationVar(&o.masterMax, "master-timeout", 90*time.Second, "give up on an N that has no master this long after the start")
+	flag.IntVar(&o.load, "load", 0, "busy-loop processes beside the daemons while they run (0 to 64): a loaded host (issue 20: 2 on 2 cores)")
 	flag.StringVar(&o.keepLogs, "logs", "", "keep the daemons' logs in this directory (default: removed)")
 	flag.Parse()
 	for _, s := range strings.Split(*list, ",") {
@@ -100,6 +102,10 @@ func main() {
 			os.Exit(2)
 		}
 		o.families = append(o.families, f)
+	}
+	if err := netbench.CheckLoad(o.load); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-net: -load:", err)
+		os.Exit(2)
 	}
 	if o.rounds < 10 || o.settle < 0 || o.warmup < 0 || o.every <= 0 || o.offset < 0 || o.drift < 0 {
 		fmt.Fprintln(os.Stderr, "bench-net: -rounds must be at least 10; -settle, -warmup, -offset and -drift not negative; -every positive")
@@ -212,6 +218,12 @@ func runN(ctx context.Context, o opts, timed string, n int, fam netbench.Family)
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(os.Stderr, "N=%d: run %s: network up in %.1f s\n", n, names.Run, time.Since(began).Seconds())
 
+	load, err := netbench.StartLoad(o.load)
+	defer load.Stop()
+	if err != nil {
+		r.Err = err
+		return r, 0
+	}
 	life, end := context.WithCancel(ctx)
 	ds, err := start(life, timed, dir, names, fam, netbench.Clocks(o.seed, n, o.offset, o.drift, o.osc))
 	defer stop(end, ds, o.keepLogs)
