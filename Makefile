@@ -243,8 +243,11 @@ BENCH_NET_N      ?= 5,20,50
 BENCH_NET_ROUNDS ?= 12
 BENCH_NET_SEED   ?= 1
 BENCH_NET_FAMILY ?= ipv4
+## BENCH_NET_LOAD: busy-loop processes beside the daemons (issue 20's loaded
+## host: `make bench-net BENCH_NET_N=150 BENCH_NET_LOAD=2`).
+BENCH_NET_LOAD   ?= 0
 bench-net: build
-	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY)
+	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -rounds $(BENCH_NET_ROUNDS) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY) -load $(BENCH_NET_LOAD)
 
 ## bench-defaults: issue 20's figures in virtual time (simsync's
 ## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the
