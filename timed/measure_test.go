@@ -81,3 +81,27 @@ func TestFallbackMeasurerLeavesTimeForICMP(t *testing.T) {
 		t.Error("BSD host not remembered as measured by ICMP")
 	}
 }
+
+// TestFallbackMeasurerLateProbeReply: a daemon whose probe answer came
+// too late for the discovery wait (a loaded host) was measured by ICMP;
+// once its reply is seen, it is measured by the probe from the next
+// measurement on, never by ICMP again.
+func TestFallbackMeasurerLateProbeReply(t *testing.T) {
+	slow := netip.MustParseAddrPort("10.0.0.5:525")
+	probe := &countingMeasurer{ok: map[netip.AddrPort]bool{}, calls: map[netip.AddrPort]int{}}
+	icmp := &countingMeasurer{ok: map[netip.AddrPort]bool{slow: true}, calls: map[netip.AddrPort]int{}}
+	f := newFallbackMeasurer(probe, icmp)
+	if _, err := f.Measure(context.Background(), slow); err != nil || f.method(slow) != "icmp" {
+		t.Fatalf("probe unanswered in time: %v, method %q; want icmp", err, f.method(slow))
+	}
+	f.sawProbeReply(slow) // its answer arrives after all
+	probe.ok[slow] = true
+	for range 3 {
+		if _, err := f.Measure(context.Background(), slow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if icmp.calls[slow] != 1 || probe.calls[slow] != 4 || f.method(slow) != "probe" {
+		t.Fatalf("after its late reply: %d ICMP, %d probe measurements, method %q; want 1, 4, probe", icmp.calls[slow], probe.calls[slow], f.method(slow))
+	}
+}
