@@ -75,6 +75,10 @@ type Machine struct {
 	// masterHeard is when a packet last came from the master followed
 	// (any type: its LOOP every round, a correction, an ACK).
 	masterHeard time.Time
+	// otherLoops counts the LOOPs (its own, one a round) of the master
+	// at otherAt heard in a row, since the master followed was last heard.
+	otherLoops int
+	otherAt    netip.AddrPort
 
 	// Conflict.
 	resolveRound int
@@ -625,7 +629,12 @@ func (m *Machine) recv(p tsp.Packet, from netip.AddrPort) {
 	peer := Peer{Name: p.Name, Addr: from}
 	m.noteMaster(p, from)
 	if m.haveMaster && from == m.master.Addr {
-		m.masterHeard = m.now
+		m.masterHeard, m.otherLoops = m.now, 0
+	} else if p.Type == tsp.Loop && p.HopCount == LoopHops && m.isKnownMaster(from) {
+		if from != m.otherAt {
+			m.otherAt, m.otherLoops = from, 0
+		}
+		m.otherLoops++
 	}
 	switch m.state {
 	case StartUp:
@@ -801,7 +810,7 @@ func (m *Machine) setMaster(peer Peer) {
 		m.adjSeen, m.setSeen = false, false
 	}
 	if !m.haveMaster || m.master != peer {
-		m.masterHeard = m.now
+		m.masterHeard, m.otherLoops = m.now, 0
 	}
 	m.master, m.haveMaster = peer, true
 }
@@ -810,7 +819,10 @@ func (m *Machine) setMaster(peer Peer) {
 // master followed, is taken (and its sender followed from then on): from
 // acts as a master (its MASTERUP or LOOP heard: isKnownMaster) and the
 // master followed has been silent for a whole sync round, in which a
-// live master sends every slave a LOOP and a correction. The master
+// live master sends every slave a LOOP and a correction: for SyncInterval
+// (the longest round), or while from went through two rounds of its own
+// (two of its LOOPs in a row; adaptive rounds are far shorter than
+// SyncInterval at first). The master
 // that corrects this daemon lists it as its slave; the one it follows
 // may have quit, or never have listed it (its MASTERUP arrived after it
 // had quit, as on a loaded host when many daemons start together). Were
@@ -820,7 +832,10 @@ func (m *Machine) setMaster(peer Peer) {
 // heard, corrections from others are refused: two masters listing one
 // slave merge within a round, and the slave does not flip between them.
 func (m *Machine) adoptedBy(from netip.AddrPort) bool {
-	return m.isKnownMaster(from) && (!m.haveMaster || m.now.Sub(m.masterHeard) > m.cfg.SyncInterval)
+	if !m.isKnownMaster(from) {
+		return false
+	}
+	return !m.haveMaster || (from == m.otherAt && m.otherLoops >= 2) || m.now.Sub(m.masterHeard) > m.cfg.SyncInterval
 }
 
 // slaveClock handles an ADJTIME or SETTIME from the trusted master

@@ -153,3 +153,24 @@ func TestUnackedRivalQuitStillCollects(t *testing.T) {
 		t.Fatalf("QUIT unacknowledged to the end: %d MASTERUPs, want 1", ups)
 	}
 }
+
+// TestSlaveFollowsTwoLoops: with adaptive rounds far shorter than
+// SyncInterval, a slave whose master is silent follows another master
+// after two of that master's own LOOPs in a row, before SyncInterval.
+func TestSlaveFollowsTwoLoops(t *testing.T) {
+	h := staleSlave(t)
+	loop := func(seq uint16, name string, from int) {
+		h.step(Recv{Packet: tsp.Packet{Type: tsp.Loop, Version: 1, Seq: seq, Name: name, HopCount: LoopHops}, From: addr(from)})
+	}
+	h.now = h.now.Add(time.Second)
+	loop(30, "m", 9)
+	loop(31, "k", 5) // another master between: the count starts again
+	loop(32, "m", 9)
+	if mp, _ := h.m.Master(); mp.Addr != addr(7) {
+		t.Fatalf("LOOPs of two masters in turn moved the slave to %v", mp)
+	}
+	loop(33, "m", 9)
+	if mp, _ := h.m.Master(); mp.Addr != addr(9) || h.m.Config().SyncInterval <= time.Second {
+		t.Fatalf("two LOOPs in a row of m: following %v, want m", mp)
+	}
+}
