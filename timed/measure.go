@@ -84,6 +84,12 @@ func (f *fallbackMeasurer) record(host netip.AddrPort, ours, bsd bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h := f.entry(host)
+	if bsd && h.ours {
+		// Its probe reply came while ICMP measured it (sawProbeReply):
+		// ours after all, this once measured by ICMP.
+		h.last = "icmp"
+		return
+	}
 	h.ours, h.bsd = ours, bsd
 	h.last = "probe"
 	if bsd {

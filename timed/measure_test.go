@@ -105,3 +105,29 @@ func TestFallbackMeasurerLateProbeReply(t *testing.T) {
 		t.Fatalf("after its late reply: %d ICMP, %d probe measurements, method %q; want 1, 4, probe", icmp.calls[slow], probe.calls[slow], f.method(slow))
 	}
 }
+
+// replyDuring is an ICMP measurer during whose measurement the probe's
+// late reply is seen (sawProbeReply).
+type replyDuring struct{ f *fallbackMeasurer }
+
+func (r replyDuring) Measure(_ context.Context, h netip.AddrPort) (clocksync.Measurement, error) {
+	r.f.sawProbeReply(h)
+	return clocksync.Measurement{}, nil
+}
+
+// TestFallbackMeasurerReplyDuringICMP: a late probe reply seen while the
+// host is measured by ICMP keeps it ours: the ICMP answer does not make
+// it a BSD host again.
+func TestFallbackMeasurerReplyDuringICMP(t *testing.T) {
+	slow := netip.MustParseAddrPort("10.0.0.6:525")
+	probe := &countingMeasurer{ok: map[netip.AddrPort]bool{}, calls: map[netip.AddrPort]int{}}
+	f := newFallbackMeasurer(probe, nil)
+	f.icmp = replyDuring{f}
+	if _, err := f.Measure(context.Background(), slow); err != nil {
+		t.Fatal(err)
+	}
+	probe.ok[slow] = true
+	if _, err := f.Measure(context.Background(), slow); err != nil || probe.calls[slow] != 2 || f.method(slow) != "probe" {
+		t.Fatalf("after a reply during ICMP: %v, %d probe calls, method %q; want the probe", err, probe.calls[slow], f.method(slow))
+	}
+}
