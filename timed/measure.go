@@ -19,8 +19,10 @@ import (
 //     clock being synchronised;
 //   - a host that ignored the probe but answered ICMP is a BSD daemon (it
 //     drops version 2 unread): it is measured by ICMP from then on, with
-//     the probe tried again every reprobeEvery measurements in case it
-//     was upgraded, instead of a dozen wasted probes each round.
+//     the probe tried again at the next measurement (a daemon of ours on
+//     a loaded host may have answered too late) and then every
+//     reprobeEvery measurements in case it was upgraded, instead of a
+//     dozen wasted probes each round.
 //
 // A host not known to answer the probe is given probeDiscovery to answer
 // one, so that a BSD host leaves the round time for ICMP.
@@ -89,6 +91,13 @@ func (f *fallbackMeasurer) record(host netip.AddrPort, ours, bsd bool) {
 		// ours after all, this once measured by ICMP.
 		h.last = "icmp"
 		return
+	}
+	if bsd && !h.bsd {
+		// Taken for BSD the first time: probe it once more at the next
+		// measurement before giving it reprobeEvery of ICMP. A daemon of
+		// ours on a loaded host may answer after the discovery wait
+		// (sawProbeReply then catches it).
+		h.sinceProb = reprobeEvery - 1
 	}
 	h.ours, h.bsd = ours, bsd
 	h.last = "probe"

@@ -39,8 +39,8 @@ func TestFallbackMeasurerRemembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := 1 + (rounds-1)/reprobeEvery; probe.calls[bsd] != want {
-		t.Errorf("BSD host probed %d times in %d rounds, want %d (first, then every %d)", probe.calls[bsd], rounds, want, reprobeEvery)
+	if want := 2 + (rounds-2)/reprobeEvery; probe.calls[bsd] != want {
+		t.Errorf("BSD host probed %d times in %d rounds, want %d (first, second, then every %d)", probe.calls[bsd], rounds, want, reprobeEvery)
 	}
 	if icmp.calls[bsd] != rounds {
 		t.Errorf("BSD host measured by ICMP %d times, want every round (%d)", icmp.calls[bsd], rounds)
@@ -76,6 +76,9 @@ func TestFallbackMeasurerLeavesTimeForICMP(t *testing.T) {
 	defer cancel()
 	if _, err := f.Measure(ctx, bsd); err != nil || icmp.calls[bsd] != 1 {
 		t.Fatalf("BSD host: err %v, %d ICMP measurements; want one, within the round", err, icmp.calls[bsd])
+	}
+	if f.useICMP(bsd) {
+		t.Error("BSD host not probed once more at its second measurement")
 	}
 	if !f.useICMP(bsd) {
 		t.Error("BSD host not remembered as measured by ICMP")
