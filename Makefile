@@ -245,6 +245,8 @@ bench-flood: build
 ## BENCH_NET_FAMILY: the links' families, a run per family and N (ipv4, ipv6:
 ## IPv6-only links, where the daemons meet through the link-local group), e.g.
 ## `make bench-net BENCH_NET_N=20 BENCH_NET_PROFILE=fast BENCH_NET_FAMILY=ipv4,ipv6`.
+## BENCH_NET_LOAD: busy-loop processes beside the daemons (issue 20's loaded
+## host: `make bench-net BENCH_NET_N=150 BENCH_NET_PROFILE=fast,defaults BENCH_NET_LOAD=2`).
 BENCH_NET_N        ?= 5,20,50
 BENCH_NET_PROFILE  ?= defaults,fast,bsd
 BENCH_NET_DURATION ?= 6m
@@ -252,8 +254,9 @@ BENCH_NET_STEADY   ?= 4m
 BENCH_NET_PNG      ?= bench-net.png
 BENCH_NET_SEED     ?= 1
 BENCH_NET_FAMILY   ?= ipv4
+BENCH_NET_LOAD     ?= 0
 bench-net: build
-	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -profile $(BENCH_NET_PROFILE) -duration $(BENCH_NET_DURATION) -steady $(BENCH_NET_STEADY) -png $(BENCH_NET_PNG) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY)
+	$(GO) run ./cmd/bench-net -bin $(BIN) -n $(BENCH_NET_N) -profile $(BENCH_NET_PROFILE) -duration $(BENCH_NET_DURATION) -steady $(BENCH_NET_STEADY) -png $(BENCH_NET_PNG) -seed $(BENCH_NET_SEED) -family $(BENCH_NET_FAMILY) -load $(BENCH_NET_LOAD)
 
 ## bench-defaults: issue 20's figures in virtual time (simsync's
 ## BenchmarkDefaults, seconds): the defaults (adaptive rounds) beside the

@@ -406,6 +406,21 @@
 //   - A candidate that receives ADJTIME or SETTIME from the master it
 //     followed before gives up and follows it again (BSD ignored them in
 //     the candidate loop).
+//   - Orphans find the live master without an election (issue 20: 150
+//     daemons started together on a loaded host). A slave whose master
+//     has sent it nothing for a whole SyncInterval takes a correction
+//     from another address heard acting as master (MASTERUP or LOOP)
+//     and follows it, and follows the master whose own LOOP it hears;
+//     while its master is heard, corrections from others stay refused,
+//     so a slave listed by two masters does not flip between them. A
+//     master that gets an ELECTION from a trusted slave it does not list
+//     broadcasts MASTERUP (at most once an ElectionMin), and a master
+//     that QUITs a rival broadcasts MASTERUP even when the QUIT goes
+//     unacknowledged. Before, a slave that followed a MASTERUP delayed
+//     past its sender's QUIT refused its real master's corrections until
+//     dropped from its list, and then waited out an election timer that
+//     every other orphan's ELECTION reset: one orphan taken on per
+//     election period, minutes at N = 150.
 //   - Conflict ends after ResolveRounds RESOLVE rounds (BSD: 3), each
 //     ended by its first MASTERACK or by the retransmit schedule running
 //     out, then MASTERUP; a MASTERACK to any RESOLVE of this conflict gets

@@ -73,6 +73,13 @@ type Machine struct {
 	// QUIT sender whether it is a master.
 	knownMasters map[netip.AddrPort]time.Time
 	askSeqs      map[uint16]netip.AddrPort
+	// masterHeard is when a packet last came from the master followed
+	// (any type: its LOOP every round, a correction, an ACK).
+	masterHeard time.Time
+	// otherLoops counts the LOOPs (its own, one a round) of the master
+	// at otherAt heard in a row, since the master followed was last heard.
+	otherLoops int
+	otherAt    netip.AddrPort
 
 	// Conflict.
 	resolveRound int
@@ -573,7 +580,11 @@ func (m *Machine) sendReliable(t tsp.Type, to Peer, r role, delay time.Duration,
 }
 
 // quit tells a peer to QUIT (reliable), unless a QUIT to it is pending.
-func (m *Machine) quit(to Peer, onAck func()) {
+// onAck runs when it is acknowledged, and when the retransmissions run
+// out unacknowledged if alsoOnFail.
+func (m *Machine) quit(to Peer, onAck func()) { m.quitThen(to, onAck, false) }
+
+func (m *Machine) quitThen(to Peer, onAck func(), alsoOnFail bool) {
 	if m.pendingTo(tsp.Quit, to.Name) {
 		return
 	}
@@ -581,7 +592,11 @@ func (m *Machine) quit(to Peer, onAck func()) {
 	if m.state.IsMaster() {
 		r = roleRival
 	}
-	m.sendReliable(tsp.Quit, to, r, 0, onAck, nil)
+	var onFail func()
+	if alsoOnFail {
+		onFail = onAck
+	}
+	m.sendReliable(tsp.Quit, to, r, 0, onAck, onFail)
 }
 
 // suppress is BSD's suppress(): an untrusted daemon acting as master or
@@ -647,6 +662,14 @@ func (m *Machine) recv(p tsp.Packet, from netip.AddrPort) {
 	m.matchAnswer(p, from)
 	peer := Peer{Name: p.Name, Addr: from}
 	m.noteMaster(p, from)
+	if m.haveMaster && from == m.master.Addr {
+		m.masterHeard, m.otherLoops = m.now, 0
+	} else if p.Type == tsp.Loop && p.HopCount == LoopHops && m.isKnownMaster(from) {
+		if from != m.otherAt {
+			m.otherAt, m.otherLoops = from, 0
+		}
+		m.otherLoops++
+	}
 	switch m.state {
 	case StartUp:
 		m.recvStartUp(p, peer)
@@ -820,7 +843,33 @@ func (m *Machine) setMaster(peer Peer) {
 	if !m.haveMaster || m.master != peer {
 		m.adjSeen, m.setSeen = false, false
 	}
+	if !m.haveMaster || m.master != peer {
+		m.masterHeard, m.otherLoops = m.now, 0
+	}
 	m.master, m.haveMaster = peer, true
+}
+
+// adoptedBy reports whether a correction from from, which is not the
+// master followed, is taken (and its sender followed from then on): from
+// acts as a master (its MASTERUP or LOOP heard: isKnownMaster) and the
+// master followed has been silent for a whole sync round, in which a
+// live master sends every slave a LOOP and a correction: for SyncInterval
+// (the longest round), or while from went through two rounds of its own
+// (two of its LOOPs in a row; adaptive rounds are far shorter than
+// SyncInterval at first). The master
+// that corrects this daemon lists it as its slave; the one it follows
+// may have quit, or never have listed it (its MASTERUP arrived after it
+// had quit, as on a loaded host when many daemons start together). Were
+// the correction refused, the slave would stay unsynchronised until
+// dropped from the list and its own election timer ran out, which other
+// orphans' elections keep resetting. While the followed master is
+// heard, corrections from others are refused: two masters listing one
+// slave merge within a round, and the slave does not flip between them.
+func (m *Machine) adoptedBy(from netip.AddrPort) bool {
+	if !m.isKnownMaster(from) {
+		return false
+	}
+	return !m.haveMaster || (from == m.otherAt && m.otherLoops >= 2) || m.now.Sub(m.masterHeard) > m.cfg.SyncInterval
 }
 
 // slaveClock handles an ADJTIME or SETTIME from the trusted master
@@ -854,11 +903,20 @@ func (m *Machine) recvSlave(p tsp.Packet, peer Peer) {
 			m.suppress(peer)
 			return
 		}
-		if !m.fromFollowed(peer.Addr) {
+		if !m.fromFollowed(peer.Addr) && !m.adoptedBy(peer.Addr) {
 			m.refused(p, peer.Addr, RefusedNotFollowed)
 			return
 		}
 		m.slaveClock(p, peer)
+	case tsp.Loop:
+		// A live master's own LOOP (not one passed on by a gateway, which
+		// carries another's name) while the master followed has been
+		// silent a whole round: follow the live one, as its MASTERUP
+		// would have made us do, rather than wait for an election timer
+		// (adoptedBy has the reasons).
+		if m.state == Slave && p.HopCount == LoopHops && !m.fromFollowed(peer.Addr) && m.adoptedBy(peer.Addr) {
+			m.followMaster(peer, "LOOP from "+p.Name+", the master followed silent")
+		}
 	case tsp.MasterUp:
 		if !trusted {
 			m.suppress(peer)
@@ -1091,7 +1149,9 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 		// take it on.
 		m.quit(peer, nil)
 		if trusted {
+			listed := m.slaves[p.Name] != nil
 			m.addSlave(p, peer)
+			m.collectOrphans(listed)
 		}
 	case tsp.Conflict:
 		m.reply(tsp.Ack, p, peer.Addr)
@@ -1152,6 +1212,22 @@ func (m *Machine) recvMaster(p tsp.Packet, peer Peer) {
 	}
 }
 
+// collectOrphans broadcasts MASTERUP when a trusted slave this master
+// did not list runs for election, at most once an ElectionMin. Such a
+// candidate follows a master that no longer corrects it: one that quit
+// (to this master or another) without its slaves being collected, or a
+// MASTERUP that reached it after its sender had quit. Its fellow slaves
+// are orphaned too, and every ELECTION resets their election timers, so
+// that one at a time would run and be taken on, an election period
+// each: at N = 150 under load, minutes. The MASTERUP takes them all on
+// at once (they follow it and answer SLAVEUP).
+func (m *Machine) collectOrphans(listed bool) {
+	if listed || m.state != Master || m.now.Sub(m.masterUpAt) < m.cfg.ElectionMin {
+		return
+	}
+	m.masterUp()
+}
+
 // rivalRank orders this master against the master at peer by the time
 // sources they follow, as the Host sees them: −1 when ours outranks
 // theirs, +1 when theirs outranks ours, 0 when the names decide (no Host,
@@ -1168,12 +1244,18 @@ func (m *Machine) rivalRank(peer Peer) int {
 // Conflict too: a rival that quit no longer answers RESOLVE, so
 // endConflict would not collect its slaves, and they would follow a
 // slave until their election timers ran out.
+//
+// It broadcasts the MASTERUP also when the QUIT goes unacknowledged: the
+// rival may have quit already (to us or to another master) while its
+// ACKs were lost or late on a loaded host, and its slaves would then
+// follow a master that no longer corrects them, each until its election
+// timer ran out.
 func (m *Machine) quitRival(peer Peer) {
-	m.quit(peer, func() {
+	m.quitThen(peer, func() {
 		if m.state.IsMaster() {
 			m.masterUp()
 		}
-	})
+	}, true)
 }
 
 // takeOver makes the machine master of its network at once, as its Host

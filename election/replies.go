@@ -35,8 +35,8 @@ type ReplyRule struct {
 // on the network answers tsp.ExtSourceReq with tsp.ExtSource (source.go,
 // TestHostTellsSource), and the probe is the clock layer's.
 var Replies = []ReplyRule{
-	{Type: tsp.AdjTime, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from the address of the master followed; none otherwise"},
-	{Type: tsp.SetTime, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from the address of the master followed; none otherwise"},
+	{Type: tsp.AdjTime, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from the address of the master followed, or of one heard acting as master once it has been silent a sync interval (then followed); none otherwise"},
+	{Type: tsp.SetTime, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack, Note: "only from the address of the master followed, or of one heard acting as master once it has been silent a sync interval (then followed); none otherwise"},
 	{Type: tsp.Accept, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack},
 	{Type: tsp.Refuse, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack},
 	{Type: tsp.Quit, Role: RoleSlave, BSD: tsp.Ack, Ours: tsp.Ack},

@@ -32,6 +32,9 @@ func (d *Daemon) receiveExt(r udp.Received) {
 		d.st.probedBy(r.From, time.Now()) // how our master measures us (sync.go)
 	case tsp.ExtProbeReply:
 		d.probe.Deliver(dg)
+		if f, ok := d.measurer.(*fallbackMeasurer); ok {
+			f.sawProbeReply(r.From) // a late reply too: BSD sends none
+		}
 	case tsp.ExtRing, tsp.ExtRingCtl:
 		d.ring.Receive(r.From, *r.Ext)
 	case tsp.ExtSourceReq, tsp.ExtSource:

@@ -39,8 +39,8 @@ func TestFallbackMeasurerRemembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := 1 + (rounds-1)/reprobeEvery; probe.calls[bsd] != want {
-		t.Errorf("BSD host probed %d times in %d rounds, want %d (first, then every %d)", probe.calls[bsd], rounds, want, reprobeEvery)
+	if want := 2 + (rounds-2)/reprobeEvery; probe.calls[bsd] != want {
+		t.Errorf("BSD host probed %d times in %d rounds, want %d (first, second, then every %d)", probe.calls[bsd], rounds, want, reprobeEvery)
 	}
 	if icmp.calls[bsd] != rounds {
 		t.Errorf("BSD host measured by ICMP %d times, want every round (%d)", icmp.calls[bsd], rounds)
@@ -77,7 +77,60 @@ func TestFallbackMeasurerLeavesTimeForICMP(t *testing.T) {
 	if _, err := f.Measure(ctx, bsd); err != nil || icmp.calls[bsd] != 1 {
 		t.Fatalf("BSD host: err %v, %d ICMP measurements; want one, within the round", err, icmp.calls[bsd])
 	}
+	if f.useICMP(bsd) {
+		t.Error("BSD host not probed once more at its second measurement")
+	}
 	if !f.useICMP(bsd) {
 		t.Error("BSD host not remembered as measured by ICMP")
+	}
+}
+
+// TestFallbackMeasurerLateProbeReply: a daemon whose probe answer came
+// too late for the discovery wait (a loaded host) was measured by ICMP;
+// once its reply is seen, it is measured by the probe from the next
+// measurement on, never by ICMP again.
+func TestFallbackMeasurerLateProbeReply(t *testing.T) {
+	slow := netip.MustParseAddrPort("10.0.0.5:525")
+	probe := &countingMeasurer{ok: map[netip.AddrPort]bool{}, calls: map[netip.AddrPort]int{}}
+	icmp := &countingMeasurer{ok: map[netip.AddrPort]bool{slow: true}, calls: map[netip.AddrPort]int{}}
+	f := newFallbackMeasurer(probe, icmp)
+	if _, err := f.Measure(context.Background(), slow); err != nil || f.method(slow) != "icmp" {
+		t.Fatalf("probe unanswered in time: %v, method %q; want icmp", err, f.method(slow))
+	}
+	f.sawProbeReply(slow) // its answer arrives after all
+	probe.ok[slow] = true
+	for range 3 {
+		if _, err := f.Measure(context.Background(), slow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if icmp.calls[slow] != 1 || probe.calls[slow] != 4 || f.method(slow) != "probe" {
+		t.Fatalf("after its late reply: %d ICMP, %d probe measurements, method %q; want 1, 4, probe", icmp.calls[slow], probe.calls[slow], f.method(slow))
+	}
+}
+
+// replyDuring is an ICMP measurer during whose measurement the probe's
+// late reply is seen (sawProbeReply).
+type replyDuring struct{ f *fallbackMeasurer }
+
+func (r replyDuring) Measure(_ context.Context, h netip.AddrPort) (clocksync.Measurement, error) {
+	r.f.sawProbeReply(h)
+	return clocksync.Measurement{}, nil
+}
+
+// TestFallbackMeasurerReplyDuringICMP: a late probe reply seen while the
+// host is measured by ICMP keeps it ours: the ICMP answer does not make
+// it a BSD host again.
+func TestFallbackMeasurerReplyDuringICMP(t *testing.T) {
+	slow := netip.MustParseAddrPort("10.0.0.6:525")
+	probe := &countingMeasurer{ok: map[netip.AddrPort]bool{}, calls: map[netip.AddrPort]int{}}
+	f := newFallbackMeasurer(probe, nil)
+	f.icmp = replyDuring{f}
+	if _, err := f.Measure(context.Background(), slow); err != nil {
+		t.Fatal(err)
+	}
+	probe.ok[slow] = true
+	if _, err := f.Measure(context.Background(), slow); err != nil || probe.calls[slow] != 2 || f.method(slow) != "probe" {
+		t.Fatalf("after a reply during ICMP: %v, %d probe calls, method %q; want the probe", err, probe.calls[slow], f.method(slow))
 	}
 }

@@ -25,6 +25,7 @@ type Net struct {
 	netns   []string
 	hostEnd []string
 	rule    []string // the iptables rule Setup inserted, to delete
+	neigh   []neighSaved
 }
 
 // ip runs ip(8) with args.
@@ -43,7 +44,9 @@ func command(ctx context.Context, name string, args ...string) error {
 }
 
 // Setup makes a bridge and n namespaces, each with a veth on the bridge
-// (eth0 there, with its Addr) and loopback up. On error, what was made is
+// (eth0 there, with its Addr) and loopback up, and raises the kernel's
+// neighbour-table limits, which the namespaces share, to fit n (neigh.go;
+// Close puts them back). On error, what was made is
 // still in the returned Net: Close it.
 func Setup(ctx context.Context, names Names, n int) (*Net, error) {
 	nt := &Net{Names: names, N: n}
@@ -73,6 +76,12 @@ func Setup(ctx context.Context, names Names, n int) (*Net, error) {
 	}
 	if err := nt.acceptForward(context.WithoutCancel(ctx)); err != nil {
 		return nt, err
+	}
+	// The namespaces share the kernel's neighbour tables (neigh.go).
+	saved, err := raiseNeigh(NeighEntries(n))
+	nt.neigh = saved
+	if err != nil {
+		return nt, fmt.Errorf("neighbour tables: %w", err)
 	}
 	bits := strconv.Itoa(Subnet.Bits())
 	for i := range n {
@@ -186,7 +195,10 @@ func (nt *Net) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	nt.netns, nt.hostEnd, nt.bridge, nt.rule = nil, nil, false, nil
+	if err := restoreNeigh(nt.neigh); err != nil {
+		errs = append(errs, err)
+	}
+	nt.netns, nt.hostEnd, nt.bridge, nt.rule, nt.neigh = nil, nil, false, nil, nil
 	return errors.Join(errs...)
 }
 

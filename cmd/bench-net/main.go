@@ -65,6 +65,7 @@ type opts struct {
 	every     time.Duration
 	keepLogs  string
 	masterMax time.Duration
+	load      int
 }
 
 func main() {
@@ -85,6 +86,7 @@ func main() {
 	flag.DurationVar(&o.osc.TempPeriod, "temp-period", clocksync.TypicalTempPeriod, "period of the temperature swing")
 	flag.DurationVar(&o.every, "every", time.Second, "how often every daemon is sampled once there is a master")
 	flag.DurationVar(&o.masterMax, "master-timeout", 90*time.Second, "give up on an N that has no master this long after the start")
+	flag.IntVar(&o.load, "load", 0, "busy-loop processes beside the daemons while they run (0 to 64): a loaded host (issue 20: 2 on 2 cores)")
 	flag.StringVar(&o.keepLogs, "logs", "", "keep the daemons' logs in this directory (default: removed)")
 	flag.Parse()
 	for _, s := range strings.Split(*list, ",") {
@@ -112,6 +114,10 @@ func main() {
 	var err error
 	if o.profiles, err = netbench.ParseProfiles(*profs); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-net: -profile %q: %v\n", *profs, err)
+		os.Exit(2)
+	}
+	if err := netbench.CheckLoad(o.load); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-net: -load:", err)
 		os.Exit(2)
 	}
 	if o.duration <= 0 || o.steady <= 0 || o.steady > o.duration || o.every <= 0 || o.offset < 0 || o.drift < 0 {
@@ -279,6 +285,12 @@ func runN(ctx context.Context, o opts, timed string, n int, fam netbench.Family,
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(os.Stderr, "N=%d %s: run %s: network up in %.1f s\n", n, p.Name, names.Run, time.Since(began).Seconds())
 
+	load, err := netbench.StartLoad(o.load)
+	defer load.Stop()
+	if err != nil {
+		r.Err = err
+		return r, nil
+	}
 	life, end := context.WithCancel(ctx)
 	ds, err := start(life, timed, dir, names, fam, p, netbench.Clocks(o.seed, n, o.offset, o.drift, o.osc))
 	defer stop(end, ds, o.keepLogs)
