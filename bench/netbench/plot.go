@@ -34,7 +34,8 @@ const SpreadFloor = 1e-7
 
 // WritePlot draws the panels one above the other into a PNG: the spread
 // (log scale, seconds) against the time since the release, a line per
-// run, each label in the same colour in every panel.
+// run, each label in the same colour in every panel (a profile's in every
+// plot).
 func WritePlot(file string, panels []Panel) error {
 	if len(panels) == 0 {
 		return errors.New("plot: nothing to draw")
@@ -42,7 +43,10 @@ func WritePlot(file string, panels []Panel) error {
 	if !strings.EqualFold(filepath.Ext(file), ".png") {
 		return fmt.Errorf("plot %q: want a .png file", file)
 	}
-	colour := map[string]int{}
+	colour := map[string]int{} // a profile's colour is the same in every plot
+	for i, pr := range Profiles {
+		colour[pr.Label] = i
+	}
 	plots := make([][]*plot.Plot, len(panels)) // plot.Align would leave a gap under the title
 	for i, pn := range panels {
 		p := plot.New()
